@@ -1,0 +1,89 @@
+// The seam between gpunode and the machine it runs on. Stages see only a
+// Host: the file system (every path is a host path, resolved under --root),
+// an argv-only process runner, and a clock. Tests substitute the clock and
+// point the root at a fixture tree, so a 10-minute wait runs in microseconds.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpunode/result.hpp"
+
+namespace gpunode {
+
+struct FileInfo {
+  enum class Type { kRegular, kDirectory, kOther };
+  Type type = Type::kOther;
+  std::uint64_t size = 0;
+  unsigned mode = 0;  // permission bits
+  std::chrono::system_clock::time_point mtime;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+  // The real path of a host path ("/etc/x" -> "<root>/etc/x"), with symbolic
+  // links followed inside the root (an absolute link target is taken relative
+  // to the root, never to the machine running gpunode).
+  virtual std::string resolve(const std::string& host_path) const = 0;
+  virtual std::optional<FileInfo> stat(const std::string& host_path) const = 0;
+  // Reads at most max_bytes; a larger file is an error, not a truncation.
+  virtual Result<std::string> read_file(const std::string& host_path,
+                                        std::size_t max_bytes) const = 0;
+  virtual bool is_executable_file(const std::string& host_path) const = 0;
+  virtual std::vector<std::string> list_dir(
+      const std::string& host_path) const = 0;
+  virtual Result<void> create_directories(const std::string& host_path) = 0;
+  // temp file + fsync + rename + fsync of the directory.
+  virtual Result<void> write_file_atomic(const std::string& host_path,
+                                         const std::string& content,
+                                         unsigned mode) = 0;
+};
+
+struct ProcessResult {
+  int exit_code = -1;       // -1 when it did not exit normally
+  int term_signal = 0;      // signal that ended it, if any
+  bool not_found = false;   // the program is not on PATH
+  bool timed_out = false;   // killed at the deadline
+  std::string spawn_error;  // errno text when it could not be started
+  std::string out;
+  std::string err;
+  bool succeeded() const {
+    return exit_code == 0 && !not_found && !timed_out && spawn_error.empty();
+  }
+};
+
+class ProcessRunner {
+ public:
+  virtual ~ProcessRunner() = default;
+  // argv[0] is looked up on PATH. Never a shell.
+  virtual ProcessResult run(const std::vector<std::string>& argv,
+                            std::chrono::milliseconds timeout) = 0;
+  // Where argv[0] would be found on PATH, if anywhere.
+  virtual std::optional<std::string> which(const std::string& program) = 0;
+};
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual std::chrono::system_clock::time_point now() const = 0;
+  virtual std::chrono::steady_clock::time_point steady_now() const = 0;
+  virtual void sleep_for(std::chrono::milliseconds d) = 0;
+};
+
+class Host {
+ public:
+  virtual ~Host() = default;
+  virtual FileSystem& fs() = 0;
+  virtual ProcessRunner& proc() = 0;
+  virtual Clock& clock() = 0;
+  virtual uid_t effective_uid() const = 0;
+  virtual std::string hostname() const = 0;
+};
+
+}  // namespace gpunode

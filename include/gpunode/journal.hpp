@@ -1,0 +1,57 @@
+// The journal records what each run did, so a rerun after a crash can say
+// what was interrupted and `status` can show history. It is advice, never
+// authority: check() decides what is true now. Versioned and written
+// atomically; a corrupt or unknown-version file is reported and ignored.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "gpunode/host.hpp"
+#include "gpunode/result.hpp"
+
+namespace gpunode {
+
+inline constexpr int kJournalVersion = 1;
+
+struct StageRecord {
+  // "satisfied", "applied", "blocked", "failed", or "started" (apply began
+  // and never finished: the run was interrupted).
+  std::string result;
+  std::string inputs_digest;  // sha256 of Stage::inputs()
+  std::string started_at;     // ISO 8601 UTC
+  std::string finished_at;    // empty while "started"
+  std::string message;
+};
+
+struct RunRecord {
+  std::string command;
+  std::string started_at;
+  std::string finished_at;  // empty: the run did not finish
+  int exit_code = -1;
+};
+
+struct Journal {
+  std::map<std::string, StageRecord> stages;
+  std::optional<RunRecord> last_run;
+};
+
+struct LoadedJournal {
+  Journal journal;
+  std::optional<std::string> warning;  // why the file on disk was ignored
+};
+
+std::string journal_path(const std::string& state_dir);
+LoadedJournal load_journal(const FileSystem& fs, const std::string& state_dir);
+Result<void> save_journal(FileSystem& fs, const std::string& state_dir,
+                          const Journal& journal);
+
+// Exposed for tests: text <-> journal.
+std::string serialize_journal(const Journal& journal);
+Result<Journal> parse_journal(const std::string& text);
+
+std::string iso8601_utc(std::chrono::system_clock::time_point t);
+std::string sha256_hex(const std::string& data);
+
+}  // namespace gpunode

@@ -1,0 +1,35 @@
+// Everything the command line decided, validated once in cli/ and then
+// read-only for the stages.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpunode {
+
+enum class Variant { kDefault, kTimeSlicing };
+
+struct Options {
+  std::string root = "/";
+  std::string state_dir = "/var/lib/gpunode";  // a host path, under root
+  Variant variant = Variant::kDefault;
+  int replicas = 1;  // 1 for the default variant; >= 2 for time-slicing
+  bool rename_shared = false;
+  std::string node;  // empty: discover
+  std::string kubeconfig = "/etc/rancher/k3s/k3s.yaml";
+  std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  std::vector<std::string> only;
+  std::vector<std::string> skip;
+  bool restart_k3s = false;
+  bool dry_run = false;
+  bool json = false;
+  bool color = true;  // still only on a TTY and without NO_COLOR
+  int verbosity = 0;
+  std::optional<std::string> min_driver;  // dotted version, e.g. "550.54.15"
+};
+
+const char* variant_name(Variant v);
+
+}  // namespace gpunode

@@ -1,0 +1,20 @@
+// Runs a list of stages: install (check, apply what is needed, journal),
+// plan / --dry-run (check and say what would change) and status (check every
+// layer, read-only, with history).
+#pragma once
+
+#include <string>
+
+#include "gpunode/host.hpp"
+#include "gpunode/options.hpp"
+#include "gpunode/report.hpp"
+#include "gpunode/stage.hpp"
+
+namespace gpunode {
+
+enum class RunMode { kInstall, kPlan, kStatus };
+
+ExitCode run_stages(Host& host, const Options& opts, RunMode mode,
+                    StageList stages, Reporter& report);
+
+}  // namespace gpunode

@@ -1,0 +1,70 @@
+// A stage is one layer of the GPU stack: data + a predicate (check) + an
+// action (apply), after kubeadm's workflow phases. check() is always the
+// authority on what is true now; the journal only records history.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpunode/gpu.hpp"
+#include "gpunode/host.hpp"
+#include "gpunode/options.hpp"
+#include "gpunode/result.hpp"
+
+namespace gpunode {
+
+enum class CheckStatus { kSatisfied, kNeeded, kBlocked };
+const char* check_status_name(CheckStatus s);
+
+struct Check {
+  CheckStatus status = CheckStatus::kBlocked;
+  std::string code;     // stable identifier, e.g. "handler.runtime-missing"
+  std::string summary;  // one line: what is true now
+  std::string fix;      // for blocked: the command or step that fixes it
+  std::string action;   // for needed: what apply() will change
+  std::vector<std::string> details;    // further facts worth showing
+  std::vector<std::string> warnings;   // not blocking, but worth acting on
+  ExitCode exit = ExitCode::kBlocked;  // for blocked: the class of failure
+};
+
+Check satisfied(std::string code, std::string summary);
+Check needed(std::string code, std::string summary, std::string action);
+Check blocked(std::string code, std::string summary, std::string fix,
+              ExitCode exit = ExitCode::kBlocked);
+
+// Results one stage learns that a later stage needs; each consumer falls
+// back to finding the fact itself when the producing stage was skipped.
+struct Facts {
+  std::optional<GpuInventory> gpus;
+};
+
+struct Context {
+  Host& host;
+  const Options& opts;
+  Facts facts;
+  std::chrono::steady_clock::time_point deadline;
+
+  std::chrono::milliseconds time_left() const;
+};
+
+class Stage {
+ public:
+  virtual ~Stage() = default;
+  virtual std::string_view name() const = 0;
+  // The layer in the operator's words, e.g. "NVIDIA driver".
+  virtual std::string_view layer() const = 0;
+  // A canonical text of everything check()/apply() depend on; its digest is
+  // journaled so history can say whether the inputs changed since.
+  virtual std::string inputs(Context& ctx) const = 0;
+  virtual Check check(Context& ctx) = 0;
+  // Called only when check() answered kNeeded and this is not a dry run.
+  virtual Result<void> apply(Context& ctx, const Check& needed) = 0;
+};
+
+using StageList = std::vector<std::unique_ptr<Stage>>;
+
+}  // namespace gpunode

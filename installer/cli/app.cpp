@@ -1,0 +1,51 @@
+#include <CLI/CLI.hpp>
+
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+
+namespace gpunode {
+
+namespace {
+
+constexpr const char* kFooter = R"(Exit codes:
+  0  done (every layer in place)
+  1  a stage is blocked: the message names the layer and the fix
+  2  usage or invalid input (bad flag, malformed file)
+  3  timed out waiting
+  4  bundle integrity or signature failure
+  5  cannot run (not root, or another run holds the lock)
+
+Run 'gpunode COMMAND --help' for a command's flags.)";
+
+}  // namespace
+
+int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "gpunode: bring an NVIDIA GPU node running k3s to the point where Pods "
+      "can use its "
+      "GPUs, offline, layer by layer (driver, container toolkit, containerd "
+      "runtime handler, "
+      "...). Safe to rerun after any failure.",
+      "gpunode"};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  CommandIo io{out, err};
+  register_install(app, io);
+  register_plan(app, io);
+  register_status(app, io);
+  register_version(app, io);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 has its own exit codes; ours are the contract: usage is 2.
+    err << "gpunode: " << e.what() << "\nRun 'gpunode --help' for usage.\n";
+    return static_cast<int>(ExitCode::kUsage);
+  }
+  return io.exit_code;
+}
+
+}  // namespace gpunode

@@ -1,0 +1,230 @@
+#include "cli/flags.hpp"
+
+#include <sys/stat.h>
+
+#include <cctype>
+
+namespace gpunode {
+namespace {
+
+// A time-slicing replica count beyond this is a typo, not a plan: the
+// device plugin would advertise GPUs x replicas scheduling slots.
+constexpr int kMaxReplicas = 1024;
+
+bool valid_node_name(const std::string& n) {
+  // Kubernetes node names are DNS subdomains (RFC 1123): this also keeps
+  // "/" and ".." out of every URL path they end up in.
+  if (n.empty() || n.size() > 253) return false;
+  for (char c : n) {
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '-' ||
+          c == '.')) {
+      return false;
+    }
+  }
+  if (n.front() == '-' || n.front() == '.' || n.back() == '-' ||
+      n.back() == '.')
+    return false;
+  return n.find("..") == std::string::npos;
+}
+
+bool valid_version(const std::string& v) {
+  if (v.empty() || v.front() == '.' || v.back() == '.') return false;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '.' ? v[i - 1] == '.'
+                    : !std::isdigit(static_cast<unsigned char>(v[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
+  auto bad = [&]() {
+    return usage_error(
+        "--timeout: expected a positive duration such as 10m, 90s or 1h30m, "
+        "got '" +
+        text + "'");
+  };
+  if (text.empty()) return bad();
+  std::size_t i = 0;
+  long long total_ms = 0;
+  bool any = false;
+  while (i < text.size()) {
+    std::size_t start = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])))
+      ++i;
+    if (i == start || i - start > 9) return bad();
+    long long n = std::stoll(text.substr(start, i - start));
+    std::string unit;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i])))
+      unit += text[i++];
+    long long scale = 0;
+    if (unit.empty() && !any && i == text.size())
+      scale = 1000;
+    else if (unit == "ms")
+      scale = 1;
+    else if (unit == "s")
+      scale = 1000;
+    else if (unit == "m")
+      scale = 60 * 1000;
+    else if (unit == "h")
+      scale = 3600 * 1000;
+    else
+      return bad();
+    total_ms += n * scale;
+    any = true;
+  }
+  if (total_ms <= 0) return bad();
+  if (total_ms > 7LL * 24 * 3600 * 1000) {
+    return usage_error("--timeout: '" + text +
+                       "' is longer than a week; use at most 168h");
+  }
+  return std::chrono::milliseconds(total_ms);
+}
+
+void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
+  cmd->add_option("--root", v.root,
+                  "Directory that stands for the host's / (every host path is "
+                  "read under it); "
+                  "tests and the demo point it at a fake host tree")
+      ->capture_default_str();
+  cmd->add_option(
+         "--state-dir", v.state_dir,
+         "Where the journal and lock live, as a host path under --root")
+      ->capture_default_str();
+  cmd->add_option("--node", v.node,
+                  "Kubernetes node name of this host (default: node-name from "
+                  "/etc/rancher/k3s/config.yaml, else the host name)");
+  cmd->add_option("--kubeconfig", v.kubeconfig,
+                  "Kubeconfig used to reach the cluster")
+      ->capture_default_str();
+  cmd->add_option("--variant", v.variant,
+                  "Device plugin manifest: 'default' (one slot per GPU) or "
+                  "'time-slicing' "
+                  "(--replicas slots per GPU)")
+      ->capture_default_str();
+  cmd->add_option("--replicas", v.replicas,
+                  "Time-slicing slots per GPU (>= 2; default 8). Only with "
+                  "--variant time-slicing");
+  cmd->add_flag("--rename-shared", v.rename_shared,
+                "Advertise nvidia.com/gpu.shared instead of nvidia.com/gpu "
+                "(time-slicing only)");
+  cmd->add_option("--timeout", v.timeout,
+                  "Give up after this long, e.g. 10m, 90s, 1h30m")
+      ->capture_default_str();
+  cmd->add_option("--only", v.only, "Run only these stages (comma-separated)")
+      ->delimiter(',');
+  cmd->add_option("--skip", v.skip, "Skip these stages (comma-separated)")
+      ->delimiter(',');
+  cmd->add_option("--min-driver", v.min_driver,
+                  "Lowest acceptable NVIDIA driver version, e.g. 550.54.15");
+  if (set == FlagSet::kInstall) {
+    cmd->add_flag(
+        "--restart-k3s", v.restart_k3s,
+        "Restart k3s (or k3s-agent) when containerd lacks the nvidia runtime "
+        "although the toolkit is installed, and wait for the new config");
+    cmd->add_flag("--dry-run", v.dry_run,
+                  "Check everything, change nothing (same as 'plan')");
+  }
+  cmd->add_flag(
+      "--json", v.json,
+      "One JSON object per line on stdout; human text stays on stderr");
+  cmd->add_flag("--no-color", v.no_color,
+                "No colours (also: NO_COLOR set, or not a TTY)");
+  cmd->add_flag("-v,--verbose", v.verbosity,
+                "More detail; twice for debug logs");
+}
+
+Result<Options> validate_flags(const FlagValues& v) {
+  Options o;
+  struct stat st {};
+  if (v.root.empty() || v.root.front() != '/') {
+    return usage_error("--root: must be an absolute directory path, got '" +
+                       v.root + "'");
+  }
+  if (::stat(v.root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return usage_error("--root: '" + v.root + "' is not a directory");
+  }
+  o.root = v.root;
+  if (v.state_dir.empty() || v.state_dir.front() != '/' ||
+      v.state_dir.find("/../") != std::string::npos ||
+      (v.state_dir.size() >= 3 &&
+       v.state_dir.compare(v.state_dir.size() - 3, 3, "/..") == 0)) {
+    return usage_error(
+        "--state-dir: must be an absolute host path without '..', got '" +
+        v.state_dir + "'");
+  }
+  o.state_dir = v.state_dir;
+
+  if (v.variant == "default") {
+    o.variant = Variant::kDefault;
+  } else if (v.variant == "time-slicing") {
+    o.variant = Variant::kTimeSlicing;
+  } else {
+    return usage_error("--variant: unknown variant '" + v.variant +
+                       "' (choose 'default' or 'time-slicing')");
+  }
+  if (o.variant == Variant::kDefault) {
+    if (v.replicas) {
+      return usage_error(
+          "--replicas: applies only to --variant time-slicing (the default "
+          "manifest advertises one slot per GPU)");
+    }
+    if (v.rename_shared) {
+      return usage_error(
+          "--rename-shared: applies only to --variant time-slicing");
+    }
+    o.replicas = 1;
+  } else {
+    o.replicas = v.replicas.value_or(8);
+    if (o.replicas < 2) {
+      return usage_error(
+          "--replicas: time-slicing needs at least 2 replicas (the device "
+          "plugin rejects fewer), got " +
+          std::to_string(o.replicas));
+    }
+    if (o.replicas > kMaxReplicas) {
+      return usage_error("--replicas: " + std::to_string(o.replicas) +
+                         " is more than " + std::to_string(kMaxReplicas) +
+                         " slots per GPU");
+    }
+  }
+  o.rename_shared = v.rename_shared;
+
+  if (!v.node.empty() && !valid_node_name(v.node)) {
+    return usage_error(
+        "--node: '" + v.node +
+        "' is not a valid Kubernetes node name (lower-case letters, digits, "
+        "'-' and '.', at most 253 characters)");
+  }
+  o.node = v.node;
+  if (v.kubeconfig.empty())
+    return usage_error("--kubeconfig: must not be empty");
+  o.kubeconfig = v.kubeconfig;
+
+  auto timeout = parse_duration(v.timeout);
+  if (!timeout) return timeout.error();
+  o.timeout = *timeout;
+
+  if (!v.min_driver.empty()) {
+    if (!valid_version(v.min_driver)) {
+      return usage_error(
+          "--min-driver: expected a dotted version such as 550.54.15, got '" +
+          v.min_driver + "'");
+    }
+    o.min_driver = v.min_driver;
+  }
+  o.only = v.only;
+  o.skip = v.skip;
+  o.restart_k3s = v.restart_k3s;
+  o.dry_run = v.dry_run;
+  o.json = v.json;
+  o.color = !v.no_color;
+  o.verbosity = v.verbosity;
+  return o;
+}
+
+}  // namespace gpunode

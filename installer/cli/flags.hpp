@@ -1,0 +1,42 @@
+// Flags shared by install, plan and status, as typed; validate() turns them
+// into Options or a usage error naming the flag.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpunode/options.hpp"
+#include "gpunode/result.hpp"
+
+namespace gpunode {
+
+struct FlagValues {
+  std::string root = "/";
+  std::string state_dir = "/var/lib/gpunode";
+  std::string variant = "default";
+  std::optional<int> replicas;
+  bool rename_shared = false;
+  std::string node;
+  std::string kubeconfig = "/etc/rancher/k3s/k3s.yaml";
+  std::string timeout = "10m";
+  std::vector<std::string> only;
+  std::vector<std::string> skip;
+  bool restart_k3s = false;
+  bool dry_run = false;
+  bool json = false;
+  bool no_color = false;
+  int verbosity = 0;
+  std::string min_driver;
+};
+
+enum class FlagSet { kInstall, kPlan, kStatus };
+
+void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set);
+Result<Options> validate_flags(const FlagValues& v);
+
+// "10m", "90s", "1h30m", "500ms"; a bare number is seconds.
+Result<std::chrono::milliseconds> parse_duration(const std::string& text);
+
+}  // namespace gpunode

@@ -1,0 +1,38 @@
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "cli/commands.hpp"
+#include "gpunode/pipeline.hpp"
+#include "gpunode/system_host.hpp"
+
+namespace gpunode {
+
+int run_stage_command(RunMode mode, const FlagValues& flags, CommandIo& io) {
+  auto options = validate_flags(flags);
+  Reporter report(io.out, io.err, flags.json,
+                  Reporter::want_color(!flags.no_color, STDERR_FILENO));
+  if (!options) {
+    report.error(options.error());
+    return static_cast<int>(ExitCode::kUsage);
+  }
+  // Debug logs (-vv) go to stderr, beside the human text.
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(io.err);
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("gpunode", sink));
+  spdlog::set_pattern("[debug] %v");
+  spdlog::set_level(options->verbosity >= 2 ? spdlog::level::debug
+                                            : spdlog::level::warn);
+
+  auto stages = select_stages(make_pipeline(), options->only, options->skip);
+  if (!stages) {
+    report.error(stages.error());
+    return static_cast<int>(ExitCode::kUsage);
+  }
+  report.set_details(mode != RunMode::kInstall || options->dry_run ||
+                     options->verbosity > 0);
+  auto host = make_system_host(options->root);
+  return static_cast<int>(
+      run_stages(*host, *options, mode, std::move(*stages), report));
+}
+
+}  // namespace gpunode

@@ -1,0 +1,162 @@
+// Spawns programs with an argv (posix_spawnp), never through a shell. The
+// child gets /dev/null as stdin and its own process group, so a timeout kills
+// it and anything it started.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "gpunode/system_host.hpp"
+
+extern char** environ;
+
+namespace gpunode {
+namespace {
+
+class PosixProcessRunner : public ProcessRunner {
+ public:
+  ProcessResult run(const std::vector<std::string>& argv,
+                    std::chrono::milliseconds timeout) override {
+    ProcessResult result;
+    if (argv.empty()) {
+      result.spawn_error = "empty command";
+      return result;
+    }
+    if (!which(argv[0])) {
+      result.not_found = true;
+      return result;
+    }
+    int out_pipe[2], err_pipe[2];
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+      result.spawn_error = std::strerror(errno);
+      return result;
+    }
+    if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+      result.spawn_error = std::strerror(errno);
+      ::close(out_pipe[0]);
+      ::close(out_pipe[1]);
+      return result;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
+                                        POSIX_SPAWN_SETSIGMASK |
+                                        POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&attr, 0);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+
+    spdlog::debug("spawn: {}", fmt::join(argv, " "));
+    pid_t pid = 0;
+    int rc =
+        ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    if (rc != 0) {
+      ::close(out_pipe[0]);
+      ::close(err_pipe[0]);
+      if (rc == ENOENT)
+        result.not_found = true;
+      else
+        result.spawn_error = std::strerror(rc);
+      return result;
+    }
+
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    int open_fds = 2;
+    char buf[16384];
+    while (open_fds > 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        result.timed_out = true;
+        ::kill(-pid, SIGKILL);
+        break;
+      }
+      int n = ::poll(fds, 2,
+                     static_cast<int>(std::min<long long>(left.count(), 1000)));
+      if (n < 0 && errno != EINTR) break;
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+          continue;
+        ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
+        if (got > 0) {
+          (i == 0 ? result.out : result.err)
+              .append(buf, static_cast<std::size_t>(got));
+        } else if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+          ::close(fds[i].fd);
+          fds[i].fd = -1;
+          --open_fds;
+        }
+      }
+    }
+    for (auto& f : fds) {
+      if (f.fd >= 0) ::close(f.fd);
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
+    spdlog::debug("exit: {} code={} signal={} timed_out={}", argv[0],
+                  result.exit_code, result.term_signal, result.timed_out);
+    return result;
+  }
+
+  std::optional<std::string> which(const std::string& program) override {
+    auto executable = [](const std::string& p) {
+      struct stat st {};
+      return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+             ::access(p.c_str(), X_OK) == 0;
+    };
+    if (program.find('/') != std::string::npos) {
+      return executable(program) ? std::optional<std::string>(program)
+                                 : std::nullopt;
+    }
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    std::size_t i = 0;
+    while (i <= dirs.size()) {
+      std::size_t j = dirs.find(':', i);
+      if (j == std::string::npos) j = dirs.size();
+      std::string dir = dirs.substr(i, j - i);
+      if (dir.empty()) dir = ".";
+      std::string candidate = dir + "/" + program;
+      if (executable(candidate)) return candidate;
+      i = j + 1;
+    }
+    return std::nullopt;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ProcessRunner> make_posix_process_runner() {
+  return std::make_unique<PosixProcessRunner>();
+}
+
+}  // namespace gpunode

@@ -1,0 +1,239 @@
+// The only file-system code that touches the OS. Every path it takes is a
+// host path; with --root it lives under that directory, and symbolic links are
+// followed inside the root, the way the host itself would see them.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <memory>
+
+#include "gpunode/system_host.hpp"
+
+namespace gpunode {
+namespace {
+
+std::deque<std::string> split_path(const std::string& path) {
+  std::deque<std::string> parts;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    std::size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) parts.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return parts;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+FileInfo to_info(const struct stat& st) {
+  FileInfo info;
+  if (S_ISREG(st.st_mode))
+    info.type = FileInfo::Type::kRegular;
+  else if (S_ISDIR(st.st_mode))
+    info.type = FileInfo::Type::kDirectory;
+  info.size = static_cast<std::uint64_t>(st.st_size);
+  info.mode = st.st_mode & 07777;
+  info.mtime = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(st.st_mtim.tv_sec) +
+          std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+  return info;
+}
+
+class RootedFileSystem : public FileSystem {
+ public:
+  explicit RootedFileSystem(std::string root) : root_(std::move(root)) {
+    while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+  }
+
+  std::string resolve(const std::string& host_path) const override {
+    if (root_ == "/") return host_path;
+    // Walk component by component so that a link to "/usr/bin/x" means
+    // "<root>/usr/bin/x", not the machine's own /usr/bin/x.
+    std::deque<std::string> pending = split_path(host_path);
+    std::vector<std::string> done;
+    int links = 0;
+    while (!pending.empty()) {
+      std::string part = std::move(pending.front());
+      pending.pop_front();
+      if (part == ".") continue;
+      if (part == "..") {
+        if (!done.empty()) done.pop_back();
+        continue;
+      }
+      std::string candidate = join(done) + "/" + part;
+      struct stat st {};
+      if (links < 40 && ::lstat((root_ + candidate).c_str(), &st) == 0 &&
+          S_ISLNK(st.st_mode)) {
+        ++links;
+        std::string target(static_cast<std::size_t>(st.st_size) + 1, '\0');
+        ssize_t n = ::readlink((root_ + candidate).c_str(), target.data(),
+                               target.size());
+        if (n >= 0) {
+          target.resize(static_cast<std::size_t>(n));
+          if (!target.empty() && target[0] == '/') done.clear();
+          auto parts = split_path(target);
+          pending.insert(pending.begin(), parts.begin(), parts.end());
+          continue;
+        }
+      }
+      done.push_back(std::move(part));
+    }
+    return root_ + join(done);
+  }
+
+  std::optional<FileInfo> stat(const std::string& host_path) const override {
+    struct stat st {};
+    if (::stat(resolve(host_path).c_str(), &st) != 0) return std::nullopt;
+    return to_info(st);
+  }
+
+  Result<std::string> read_file(const std::string& host_path,
+                                std::size_t max_bytes) const override {
+    const std::string real = resolve(host_path);
+    int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return Error{ExitCode::kUsage,
+                   "file",
+                   "cannot read " + host_path + ": " + errno_text(errno),
+                   {}};
+    }
+    std::unique_ptr<int, void (*)(int*)> guard(&fd,
+                                               [](int* f) { ::close(*f); });
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+      return Error{ExitCode::kUsage,
+                   "file",
+                   "cannot read " + host_path + ": it is a directory",
+                   {}};
+    }
+    std::string data;
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Error{ExitCode::kUsage,
+                     "file",
+                     "cannot read " + host_path + ": " + errno_text(errno),
+                     {}};
+      }
+      if (n == 0) break;
+      if (data.size() + static_cast<std::size_t>(n) > max_bytes) {
+        return Error{ExitCode::kUsage,
+                     "file",
+                     host_path + " is larger than " +
+                         std::to_string(max_bytes) +
+                         " bytes; refusing to read it",
+                     {}};
+      }
+      data.append(buf, static_cast<std::size_t>(n));
+    }
+    return data;
+  }
+
+  bool is_executable_file(const std::string& host_path) const override {
+    const std::string real = resolve(host_path);
+    struct stat st {};
+    if (::stat(real.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    return (st.st_mode & 0111) != 0;
+  }
+
+  std::vector<std::string> list_dir(
+      const std::string& host_path) const override {
+    std::vector<std::string> names;
+    DIR* dir = ::opendir(resolve(host_path).c_str());
+    if (dir == nullptr) return names;
+    while (dirent* e = ::readdir(dir)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(name);
+    }
+    ::closedir(dir);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  Result<void> create_directories(const std::string& host_path) override {
+    std::string path;
+    for (const auto& part : split_path(host_path)) {
+      path += "/" + part;
+      const std::string real = resolve(path);
+      if (::mkdir(real.c_str(), 0755) != 0 && errno != EEXIST) {
+        return Error{
+            ExitCode::kCannotRun,
+            "file",
+            "cannot create directory " + path + ": " + errno_text(errno),
+            {}};
+      }
+    }
+    return {};
+  }
+
+  Result<void> write_file_atomic(const std::string& host_path,
+                                 const std::string& content,
+                                 unsigned mode) override {
+    const std::string real = resolve(host_path);
+    const std::string dir = real.substr(0, real.rfind('/'));
+    std::string tmp = real + ".tmp-XXXXXX";
+    int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+    auto fail = [&](const std::string& what) -> Result<void> {
+      Error e{
+          ExitCode::kCannotRun,
+          "file",
+          "cannot write " + host_path + " (" + what + "): " + errno_text(errno),
+          {}};
+      if (fd >= 0) ::close(fd);
+      ::unlink(tmp.c_str());
+      return e;
+    };
+    if (fd < 0) return fail("create temporary file");
+    if (::fchmod(fd, mode) != 0) return fail("chmod");
+    std::size_t off = 0;
+    while (off < content.size()) {
+      ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return fail("write");
+      }
+      off += static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd) != 0) return fail("fsync");
+    if (::close(fd) != 0) {
+      fd = -1;
+      return fail("close");
+    }
+    fd = -1;
+    if (::rename(tmp.c_str(), real.c_str()) != 0) return fail("rename");
+    // The rename is durable only once the directory entry is.
+    int dfd = ::open(dir.empty() ? "/" : dir.c_str(),
+                     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+    return {};
+  }
+
+ private:
+  static std::string join(const std::vector<std::string>& parts) {
+    std::string out;
+    for (const auto& p : parts) out += "/" + p;
+    return out;
+  }
+
+  std::string root_;
+};
+
+}  // namespace
+
+std::unique_ptr<FileSystem> make_rooted_file_system(const std::string& root) {
+  return std::make_unique<RootedFileSystem>(root);
+}
+
+}  // namespace gpunode

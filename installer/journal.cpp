@@ -1,0 +1,141 @@
+// The journal: <state-dir>/journal.json, versioned, written atomically.
+#include "gpunode/journal.hpp"
+
+#include <openssl/evp.h>
+
+#include <ctime>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+namespace gpunode {
+namespace {
+
+using json = nlohmann::json;
+
+// A journal larger than this is not ours; refuse to load it into memory.
+constexpr std::size_t kMaxJournalBytes = 4 * 1024 * 1024;
+
+json stage_to_json(const StageRecord& r) {
+  return json{{"result", r.result},
+              {"inputs_digest", r.inputs_digest},
+              {"started_at", r.started_at},
+              {"finished_at", r.finished_at},
+              {"message", r.message}};
+}
+
+std::string get_string(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return {};
+  if (!it->is_string())
+    throw json::type_error::create(302, std::string(key) + " is not a string",
+                                   &j);
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+std::string sha256_hex(const std::string& data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += hex[md[i] >> 4];
+    out += hex[md[i] & 15];
+  }
+  return out;
+}
+
+std::string iso8601_utc(std::chrono::system_clock::time_point t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string journal_path(const std::string& state_dir) {
+  return state_dir + "/journal.json";
+}
+
+std::string serialize_journal(const Journal& journal) {
+  json j;
+  j["version"] = kJournalVersion;
+  j["stages"] = json::object();
+  for (const auto& [name, rec] : journal.stages)
+    j["stages"][name] = stage_to_json(rec);
+  if (journal.last_run) {
+    j["last_run"] = json{{"command", journal.last_run->command},
+                         {"started_at", journal.last_run->started_at},
+                         {"finished_at", journal.last_run->finished_at},
+                         {"exit_code", journal.last_run->exit_code}};
+  }
+  return j.dump(2) + "\n";
+}
+
+Result<Journal> parse_journal(const std::string& text) {
+  auto bad = [](const std::string& why) {
+    return Error{ExitCode::kUsage, "journal", why, {}};
+  };
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
+  auto version = j.find("version");
+  if (version == j.end() || !version->is_number_integer())
+    return bad("no version");
+  if (version->get<long long>() != kJournalVersion) {
+    return bad("version " + version->dump() + " is not the supported version " +
+               std::to_string(kJournalVersion));
+  }
+  Journal journal;
+  try {
+    if (auto stages = j.find("stages"); stages != j.end()) {
+      if (!stages->is_object()) return bad("stages is not an object");
+      for (const auto& [name, rec] : stages->items()) {
+        if (!rec.is_object()) return bad("stage " + name + " is not an object");
+        journal.stages[name] = StageRecord{
+            get_string(rec, "result"), get_string(rec, "inputs_digest"),
+            get_string(rec, "started_at"), get_string(rec, "finished_at"),
+            get_string(rec, "message")};
+      }
+    }
+    if (auto run = j.find("last_run"); run != j.end() && run->is_object()) {
+      RunRecord r;
+      r.command = get_string(*run, "command");
+      r.started_at = get_string(*run, "started_at");
+      r.finished_at = get_string(*run, "finished_at");
+      auto code = run->find("exit_code");
+      if (code != run->end() && code->is_number_integer())
+        r.exit_code = code->get<int>();
+      journal.last_run = r;
+    }
+  } catch (const json::exception& e) {
+    return bad(e.what());
+  }
+  return journal;
+}
+
+LoadedJournal load_journal(const FileSystem& fs, const std::string& state_dir) {
+  const std::string path = journal_path(state_dir);
+  if (!fs.stat(path)) return {};
+  auto text = fs.read_file(path, kMaxJournalBytes);
+  if (!text)
+    return {Journal{}, text.error().message + "; starting without history"};
+  auto parsed = parse_journal(*text);
+  if (!parsed) {
+    return {Journal{}, "journal " + path + " ignored (" +
+                           parsed.error().message +
+                           "); starting without history"};
+  }
+  return {std::move(*parsed), std::nullopt};
+}
+
+Result<void> save_journal(FileSystem& fs, const std::string& state_dir,
+                          const Journal& journal) {
+  if (auto r = fs.create_directories(state_dir); !r) return r;
+  return fs.write_file_atomic(journal_path(state_dir),
+                              serialize_journal(journal), 0600);
+}
+
+}  // namespace gpunode

@@ -1,0 +1,16 @@
+// The edge: the one place exceptions stop and become an exit code.
+#include <exception>
+#include <iostream>
+
+#include "cli/cli.hpp"
+#include "gpunode/result.hpp"
+
+int main(int argc, char** argv) {
+  try {
+    return gpunode::run_cli(argc, argv, std::cout, std::cerr);
+  } catch (const std::exception& e) {
+    std::cerr << "[ERROR gpunode] internal error: " << e.what()
+              << "\n  fix: please report this with the command you ran\n";
+    return static_cast<int>(gpunode::ExitCode::kCannotRun);
+  }
+}

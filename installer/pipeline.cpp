@@ -1,0 +1,58 @@
+// THE ordered stage list, bottom layer first: a failure must name the lowest
+// broken layer (FACTS.md, "the six layers"), so order is behaviour.
+#include "gpunode/pipeline.hpp"
+
+#include <algorithm>
+
+#include "stages/stages.hpp"
+
+namespace gpunode {
+
+StageList make_pipeline() {
+  StageList stages;
+  stages.push_back(make_preflight_stage());
+  stages.push_back(make_driver_stage());
+  stages.push_back(make_toolkit_stage());
+  stages.push_back(make_handler_stage());
+  return stages;
+}
+
+std::vector<std::string> pipeline_stage_names() {
+  std::vector<std::string> names;
+  for (const auto& s : make_pipeline()) names.emplace_back(s->name());
+  return names;
+}
+
+Result<StageList> select_stages(StageList all,
+                                const std::vector<std::string>& only,
+                                const std::vector<std::string>& skip) {
+  std::vector<std::string> known;
+  for (const auto& s : all) known.emplace_back(s->name());
+  auto check_names = [&](const std::vector<std::string>& names,
+                         const char* flag) -> Result<void> {
+    for (const auto& n : names) {
+      if (std::find(known.begin(), known.end(), n) == known.end()) {
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        return usage_error(std::string(flag) + ": unknown stage '" + n +
+                           "' (stages: " + list + ")");
+      }
+    }
+    return {};
+  };
+  if (auto r = check_names(only, "--only"); !r) return r.error();
+  if (auto r = check_names(skip, "--skip"); !r) return r.error();
+
+  StageList chosen;
+  for (auto& s : all) {
+    const std::string name(s->name());
+    bool in_only =
+        only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+    bool skipped = std::find(skip.begin(), skip.end(), name) != skip.end();
+    if (in_only && !skipped) chosen.push_back(std::move(s));
+  }
+  if (chosen.empty()) return usage_error("--only/--skip leave no stage to run");
+  return chosen;
+}
+
+}  // namespace gpunode

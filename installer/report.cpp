@@ -1,0 +1,189 @@
+#include "gpunode/report.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+namespace gpunode {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::string_view kGreen = "\033[32m";
+constexpr std::string_view kYellow = "\033[33m";
+constexpr std::string_view kRed = "\033[1;31m";
+constexpr std::string_view kDim = "\033[2m";
+constexpr std::string_view kReset = "\033[0m";
+
+const char* exit_status_word(ExitCode code) {
+  switch (code) {
+    case ExitCode::kOk:
+      return "done";
+    case ExitCode::kBlocked:
+      return "blocked";
+    case ExitCode::kUsage:
+      return "invalid-input";
+    case ExitCode::kTimeout:
+      return "timed-out";
+    case ExitCode::kIntegrity:
+      return "integrity-failure";
+    case ExitCode::kCannotRun:
+      return "cannot-run";
+  }
+  return "unknown";
+}
+
+json stage_json(const Stage& stage, const Check& c, const char* status) {
+  json j{{"event", "stage"},
+         {"stage", std::string(stage.name())},
+         {"layer", std::string(stage.layer())},
+         {"status", status},
+         {"code", c.code},
+         {"summary", c.summary}};
+  if (!c.details.empty()) j["details"] = c.details;
+  if (!c.warnings.empty()) j["warnings"] = c.warnings;
+  if (!c.fix.empty()) j["fix"] = c.fix;
+  if (!c.action.empty()) j["action"] = c.action;
+  return j;
+}
+
+}  // namespace
+
+Reporter::Reporter(std::ostream& out, std::ostream& err, bool json, bool color)
+    : out_(out), err_(err), json_(json), color_(color) {}
+
+bool Reporter::want_color(bool flag, int fd) {
+  const char* no_color = std::getenv("NO_COLOR");
+  if (!flag || (no_color != nullptr && *no_color != '\0')) return false;
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::string_view(term) == "dumb") return false;
+  return ::isatty(fd) == 1;
+}
+
+std::string Reporter::paint(std::string_view color,
+                            std::string_view text) const {
+  if (!color_) return std::string(text);
+  return std::string(color) + std::string(text) + std::string(kReset);
+}
+
+void Reporter::emit_json(const std::string& line) {
+  if (json_) out_ << line << '\n' << std::flush;
+}
+
+void Reporter::stage_line(std::string_view stage, std::string_view word,
+                          std::string_view color, const std::string& text) {
+  std::string tag = "[" + std::string(stage) + "]";
+  if (tag.size() < 15) tag.resize(15, ' ');
+  std::string w(word);
+  if (w.size() < 10) w.resize(10, ' ');
+  err_ << tag << paint(color, w) << text << '\n';
+}
+
+void Reporter::check(const Stage& stage, const Check& c) {
+  emit_json(stage_json(stage, c, check_status_name(c.status)).dump());
+  if (c.status == CheckStatus::kBlocked) {
+    err_ << paint(kRed, "[ERROR " + std::string(stage.name()) + "]") << ' '
+         << c.summary << '\n';
+    for (const auto& d : c.details) err_ << "    " << d << '\n';
+    for (const auto& w : c.warnings)
+      err_ << "    " << paint(kYellow, "warning: ") << w << '\n';
+    if (!c.fix.empty())
+      err_ << "  " << paint(kYellow, "fix: ") << c.fix << '\n';
+    return;
+  }
+  stage_line(stage.name(),
+             c.status == CheckStatus::kSatisfied ? "ok" : "needed",
+             c.status == CheckStatus::kSatisfied ? kGreen : kYellow, c.summary);
+  if (details_) {
+    for (const auto& d : c.details)
+      err_ << paint(kDim, "               - " + d) << '\n';
+  }
+  for (const auto& w : c.warnings) {
+    err_ << "               " << paint(kYellow, "warning: ") << w << '\n';
+  }
+}
+
+void Reporter::applying(const Stage& stage, const std::string& action) {
+  emit_json(json{
+      {"event", "apply"},
+      {"stage", std::string(stage.name())},
+      {"action",
+       action}}.dump());
+  stage_line(stage.name(), "applying", kYellow, action);
+}
+
+void Reporter::applied(const Stage& stage, const Check& after) {
+  emit_json(stage_json(stage, after, "applied").dump());
+  stage_line(stage.name(), "applied", kGreen, after.summary);
+}
+
+void Reporter::would_apply(const Stage& stage, const Check& c) {
+  emit_json(stage_json(stage, c, "would-apply").dump());
+  stage_line(stage.name(), "would", kYellow,
+             c.action + "  (" + c.summary + ")");
+}
+
+void Reporter::skipped(std::string_view stage, const std::string& why) {
+  emit_json(json{
+      {"event", "stage"},
+      {"stage", std::string(stage)},
+      {"status", "skipped"},
+      {"summary",
+       why}}.dump());
+  stage_line(stage, "skipped", kDim, why);
+}
+
+void Reporter::history(std::string_view stage, const std::string& text) {
+  emit_json(
+      json{{"event", "history"}, {"stage", std::string(stage)}, {"text", text}}
+          .dump());
+  err_ << paint(kDim, "               last run: " + text) << '\n';
+}
+
+void Reporter::warning(std::string_view layer, const std::string& text) {
+  emit_json(json{
+      {"event", "warning"}, {"layer", std::string(layer)}, {"message", text}}
+                .dump());
+  err_ << paint(kYellow, "[WARN " + std::string(layer) + "]") << ' ' << text
+       << '\n';
+}
+
+void Reporter::info(std::string_view layer, const std::string& text) {
+  emit_json(
+      json{{"event", "info"}, {"layer", std::string(layer)}, {"message", text}}
+          .dump());
+  stage_line(layer, "", kDim, text);
+}
+
+void Reporter::error(const Error& e) {
+  emit_json(json{{"event", "error"},
+                 {"layer", e.layer},
+                 {"message", e.message},
+                 {"fix", e.fix},
+                 {"exit_code", static_cast<int>(e.exit)}}
+                .dump());
+  err_ << paint(kRed, "[ERROR " + e.layer + "]") << ' ' << e.message << '\n';
+  if (!e.fix.empty()) err_ << "  " << paint(kYellow, "fix: ") << e.fix << '\n';
+}
+
+void Reporter::result(std::string_view command, ExitCode code,
+                      const std::string& summary,
+                      const std::vector<StageOutcome>& outcomes) {
+  json stages = json::array();
+  for (const auto& o : outcomes)
+    stages.push_back(json{{"stage", o.stage}, {"status", o.status}});
+  emit_json(json{
+      {"event", "result"},
+      {"command", std::string(command)},
+      {"exit_code", static_cast<int>(code)},
+      {"status", exit_status_word(code)},
+      {"summary", summary},
+      {"stages",
+       stages}}.dump());
+  err_ << paint(code == ExitCode::kOk ? kGreen : kRed,
+                std::string(command) + ": " + exit_status_word(code))
+       << (summary.empty() ? "" : " - " + summary) << '\n';
+}
+
+}  // namespace gpunode

@@ -1,0 +1,315 @@
+// The stage runner. install: check every stage, apply what is needed, stop at
+// the first blocked layer (everything above it depends on it). plan and
+// --dry-run: check and say what would change, write nothing. status: check
+// every layer, read-only, and show the journal's history beside each.
+#include "gpunode/runner.hpp"
+
+#include <unistd.h>
+
+#include "gpunode/journal.hpp"
+#include "gpunode/run_lock.hpp"
+
+namespace gpunode {
+namespace {
+
+std::string command_name(RunMode mode, const Options& opts) {
+  switch (mode) {
+    case RunMode::kInstall:
+      return opts.dry_run ? "install --dry-run" : "install";
+    case RunMode::kPlan:
+      return "plan";
+    case RunMode::kStatus:
+      return "status";
+  }
+  return "install";
+}
+
+// When several things fail, report the most specific class: a usage or
+// integrity problem says more than "blocked".
+ExitCode worse(ExitCode a, ExitCode b) {
+  auto rank = [](ExitCode c) {
+    switch (c) {
+      case ExitCode::kOk:
+        return 0;
+      case ExitCode::kBlocked:
+        return 1;
+      case ExitCode::kTimeout:
+        return 2;
+      case ExitCode::kUsage:
+        return 3;
+      case ExitCode::kIntegrity:
+        return 4;
+      case ExitCode::kCannotRun:
+        return 5;
+    }
+    return 0;
+  };
+  return rank(b) > rank(a) ? b : a;
+}
+
+std::string history_text(const StageRecord& rec,
+                         const std::string& digest_now) {
+  std::string text =
+      rec.result == "started"
+          ? "interrupted while applying (started " + rec.started_at + ")"
+          : rec.result + " at " +
+                (rec.finished_at.empty() ? rec.started_at : rec.finished_at);
+  if (!rec.inputs_digest.empty() && rec.inputs_digest != digest_now) {
+    text += "; inputs have changed since";
+  }
+  return text;
+}
+
+class Run {
+ public:
+  Run(Host& host, const Options& opts, RunMode mode, Reporter& report)
+      : host_(host),
+        opts_(opts),
+        mode_(mode),
+        report_(report),
+        mutating_(mode == RunMode::kInstall && !opts.dry_run),
+        command_(command_name(mode, opts)),
+        ctx_{host, opts, {}, host.clock().steady_now() + opts.timeout} {}
+
+  ExitCode execute(StageList stages) {
+    if (mutating_) {
+      if (auto r = begin(); !r)
+        return finish(r.error().exit, r.error().message);
+    } else {
+      journal_ = load_and_warn();
+    }
+    std::string blocked_at;
+    std::size_t applied = 0;
+    for (auto& stage : stages) {
+      const std::string name(stage->name());
+      if (!blocked_at.empty()) {
+        report_.skipped(name, "not checked: the lower layer '" + blocked_at +
+                                  "' is not ready");
+        outcomes_.push_back({name, "skipped"});
+        continue;
+      }
+      if (ctx_.time_left().count() == 0) {
+        Error e{ExitCode::kTimeout, name,
+                "the --timeout of " +
+                    std::to_string(opts_.timeout.count() / 1000) +
+                    "s ran out before this stage",
+                "rerun with a longer --timeout"};
+        report_.error(e);
+        outcomes_.push_back({name, "timed-out"});
+        exit_ = worse(exit_, ExitCode::kTimeout);
+        blocked_at = name;
+        continue;
+      }
+      const std::string digest = sha256_hex(stage->inputs(ctx_));
+      const std::string started = iso8601_utc(host_.clock().now());
+      Check c = stage->check(ctx_);
+
+      if (c.status == CheckStatus::kNeeded && !mutating_) {
+        report_.would_apply(*stage, c);
+      } else {
+        report_.check(*stage, c);
+      }
+      if (mode_ == RunMode::kStatus) show_history(name, digest);
+
+      if (c.status == CheckStatus::kSatisfied) {
+        record(name, "satisfied", digest, started, c.summary);
+        outcomes_.push_back({name, "satisfied"});
+        continue;
+      }
+      if (c.status == CheckStatus::kBlocked) {
+        record(name, "blocked", digest, started, c.summary);
+        outcomes_.push_back({name, "blocked"});
+        exit_ = worse(exit_, c.exit);
+        if (first_problem_.empty()) first_problem_ = name + ": " + c.summary;
+        if (mode_ != RunMode::kStatus) blocked_at = name;
+        continue;
+      }
+      // Needed.
+      if (!mutating_) {
+        outcomes_.push_back({name, "would-apply"});
+        if (mode_ == RunMode::kStatus) {
+          exit_ = worse(exit_, ExitCode::kBlocked);
+          if (first_problem_.empty()) first_problem_ = name + ": " + c.summary;
+        }
+        continue;
+      }
+      if (!apply(*stage, c, digest, started)) {
+        blocked_at = name;
+        continue;
+      }
+      ++applied;
+    }
+
+    std::string summary;
+    if (exit_ == ExitCode::kOk) {
+      summary = std::to_string(outcomes_.size()) + " stage(s) checked";
+      if (applied > 0) summary += ", " + std::to_string(applied) + " applied";
+      if (mode_ != RunMode::kInstall || opts_.dry_run) {
+        std::size_t would = 0;
+        for (const auto& o : outcomes_) would += o.status == "would-apply";
+        if (would > 0)
+          summary += ", " + std::to_string(would) + " would change";
+      }
+    } else {
+      summary = first_problem_;
+    }
+    return finish(exit_, summary);
+  }
+
+ private:
+  LoadedJournal load_and_warn() {
+    LoadedJournal loaded = load_journal(host_.fs(), opts_.state_dir);
+    if (loaded.warning) report_.warning("journal", *loaded.warning);
+    return loaded;
+  }
+
+  Result<void> begin() {
+    if (host_.effective_uid() != 0) {
+      Error e{
+          ExitCode::kCannotRun, "preflight",
+          "install changes the host (k3s, containerd, the cluster) and must "
+          "run as root",
+          "sudo gpunode install ...   (or see what it would do: gpunode plan)"};
+      report_.error(e);
+      return e;
+    }
+    if (auto r = host_.fs().create_directories(opts_.state_dir); !r) {
+      report_.error(r.error());
+      return r.error();
+    }
+    auto lock =
+        RunLock::acquire(host_.fs(), opts_.state_dir,
+                         "pid " + std::to_string(::getpid()) + ", " + command_ +
+                             ", started " + iso8601_utc(host_.clock().now()));
+    if (!lock) {
+      report_.error(lock.error());
+      return lock.error();
+    }
+    lock_ = std::move(*lock);
+    // Read the journal only under the lock: another run may just have written
+    // it.
+    journal_ = load_and_warn();
+    Journal& j = journal_.journal;
+    if (j.last_run && j.last_run->finished_at.empty()) {
+      report_.info("journal",
+                   "the previous run (" + j.last_run->command + ", started " +
+                       j.last_run->started_at +
+                       ") did not finish; every layer is checked again");
+    }
+    for (const auto& [name, rec] : j.stages) {
+      if (rec.result == "started") {
+        report_.warning(name, "was interrupted while applying (started " +
+                                  rec.started_at + "); checking it again");
+      }
+    }
+    j.last_run = RunRecord{command_, iso8601_utc(host_.clock().now()), "", -1};
+    if (!save()) {
+      return Error{
+          ExitCode::kCannotRun, "journal", "cannot write the journal", {}};
+    }
+    return {};
+  }
+
+  // Reports its own failure; callers only decide whether to go on.
+  bool save() {
+    auto r = save_journal(host_.fs(), opts_.state_dir, journal_.journal);
+    if (!r) report_.error(r.error());
+    return r.ok();
+  }
+
+  void record(const std::string& name, const std::string& result,
+              const std::string& digest, const std::string& started,
+              const std::string& message) {
+    if (!mutating_) return;
+    journal_.journal.stages[name] = StageRecord{
+        result, digest, started,
+        result == "started" ? "" : iso8601_utc(host_.clock().now()), message};
+  }
+
+  void show_history(const std::string& name, const std::string& digest) {
+    auto it = journal_.journal.stages.find(name);
+    if (it != journal_.journal.stages.end()) {
+      report_.history(name, history_text(it->second, digest));
+    }
+  }
+
+  // Journals "started" before touching anything, so a crash mid-apply is
+  // visible to the next run; then applies and checks again: apply() saying
+  // it worked is not proof, the check is.
+  bool apply(Stage& stage, const Check& c, const std::string& digest,
+             const std::string& started) {
+    const std::string name(stage.name());
+    record(name, "started", digest, started, c.action);
+    if (!save()) {
+      exit_ = worse(exit_, ExitCode::kCannotRun);
+      outcomes_.push_back({name, "failed"});
+      return false;
+    }
+    report_.applying(stage, c.action);
+    auto r = stage.apply(ctx_, c);
+    if (!r) {
+      report_.error(r.error());
+      record(name, "failed", digest, started, r.error().message);
+      outcomes_.push_back({name, "failed"});
+      exit_ = worse(exit_, r.error().exit);
+      if (first_problem_.empty())
+        first_problem_ = name + ": " + r.error().message;
+      (void)save();  // a failure is reported; the stage's error matters more
+      return false;
+    }
+    Check after = stage.check(ctx_);
+    if (after.status != CheckStatus::kSatisfied) {
+      if (after.status == CheckStatus::kNeeded) {
+        after = blocked(
+            after.code, "still not in place after applying: " + after.summary,
+            "see the messages above; rerun gpunode install once it is fixed");
+      }
+      report_.check(stage, after);
+      record(name, "failed", digest, started, after.summary);
+      outcomes_.push_back({name, "failed"});
+      exit_ = worse(
+          exit_, after.exit == ExitCode::kOk ? ExitCode::kBlocked : after.exit);
+      if (first_problem_.empty()) first_problem_ = name + ": " + after.summary;
+      (void)save();  // a failure is reported; the stage's error matters more
+      return false;
+    }
+    report_.applied(stage, after);
+    record(name, "applied", digest, started, after.summary);
+    outcomes_.push_back({name, "applied"});
+    (void)save();
+    return true;
+  }
+
+  ExitCode finish(ExitCode code, const std::string& summary) {
+    if (mutating_ && lock_ && journal_.journal.last_run) {
+      journal_.journal.last_run->finished_at = iso8601_utc(host_.clock().now());
+      journal_.journal.last_run->exit_code = static_cast<int>(code);
+      (void)save();
+    }
+    report_.result(command_, code, summary, outcomes_);
+    return code;
+  }
+
+  Host& host_;
+  const Options& opts_;
+  RunMode mode_;
+  Reporter& report_;
+  bool mutating_;
+  std::string command_;
+  Context ctx_;
+  std::unique_ptr<RunLock> lock_;
+  LoadedJournal journal_;
+  std::vector<StageOutcome> outcomes_;
+  ExitCode exit_ = ExitCode::kOk;
+  std::string first_problem_;
+};
+
+}  // namespace
+
+ExitCode run_stages(Host& host, const Options& opts, RunMode mode,
+                    StageList stages, Reporter& report) {
+  Run run(host, opts, mode, report);
+  return run.execute(std::move(stages));
+}
+
+}  // namespace gpunode

@@ -1,0 +1,63 @@
+// preflight: can this run work at all? Root (only when something may be
+// changed) and a k3s installation on this host. Changes nothing.
+#include <string>
+#include <vector>
+
+#include "stages/stages.hpp"
+
+namespace gpunode {
+namespace {
+
+// Where the k3s install script and distribution packages put the units.
+const std::vector<std::string> kUnitDirs = {
+    "/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system"};
+
+class PreflightStage : public Stage {
+ public:
+  std::string_view name() const override { return "preflight"; }
+  std::string_view layer() const override { return "preflight"; }
+
+  std::string inputs(Context& ctx) const override {
+    return "root=" + ctx.opts.root + "\n";
+  }
+
+  Check check(Context& ctx) override {
+    std::string unit;
+    for (const auto& dir : kUnitDirs) {
+      for (const char* name : {"k3s.service", "k3s-agent.service"}) {
+        if (!unit.empty()) break;
+        if (ctx.host.fs().stat(dir + "/" + name)) unit = dir + "/" + name;
+      }
+    }
+    const bool binary =
+        ctx.host.fs().is_executable_file("/usr/local/bin/k3s") ||
+        ctx.host.fs().is_executable_file("/usr/bin/k3s");
+    if (unit.empty() && !binary) {
+      return blocked("preflight.no-k3s",
+                     "k3s is not installed on this host (no k3s.service or "
+                     "k3s-agent.service unit, no /usr/local/bin/k3s)",
+                     "install k3s from your offline k3s bundle "
+                     "(INSTALL_K3S_SKIP_DOWNLOAD=true "
+                     "./install.sh), then run gpunode again");
+    }
+    Check c = satisfied("preflight.ok",
+                        unit.empty() ? "k3s binary found, no systemd unit"
+                                     : "k3s installed (" + unit + ")");
+    if (unit.empty()) {
+      c.warnings.push_back(
+          "no k3s systemd unit found: gpunode cannot restart k3s for you "
+          "(--restart-k3s)");
+    }
+    return c;
+  }
+
+  Result<void> apply(Context&, const Check&) override { return {}; }
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_preflight_stage() {
+  return std::make_unique<PreflightStage>();
+}
+
+}  // namespace gpunode

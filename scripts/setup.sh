@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what gpunode needs to build and test (Debian 12 packages only) and
+# builds it into ./build. Idempotent: apt runs only when a package is missing,
+# and the build is incremental.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_packages=(g++ cmake ninja-build pkg-config
+  libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libssl-dev libspdlog-dev
+  libyaml-cpp-dev libarchive-dev libcurl4-openssl-dev catch2)
+
+missing=()
+for p in "${build_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing packages: ${missing[*]}; run this as root (apt-get install)" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Two cores and 24 GiB: two jobs are the sweet spot.
+jobs=${GPUNODE_BUILD_JOBS:-$(nproc)}
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNODE_WERROR=ON >/dev/null
+ninja -C build -j "$jobs"

@@ -1,0 +1,229 @@
+// The real binary against simulated host trees (test/sim/host-tree.sh) with
+// the simulated nvidia-smi and systemctl on PATH.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_support.hpp"
+
+using gpunode::test::Background;
+using gpunode::test::make_host_tree;
+using gpunode::test::Run;
+using gpunode::test::run_gpunode;
+using gpunode::test::snapshot_tree;
+using gpunode::test::TempDir;
+using json = nlohmann::json;
+
+namespace {
+
+std::vector<json> json_lines(const std::string& out) {
+  std::vector<json> lines;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line))
+    lines.push_back(json::parse(line));  // throws if not JSON
+  return lines;
+}
+
+json stage_event(const std::vector<json>& lines, const std::string& stage) {
+  for (const auto& l : lines) {
+    if (l.value("event", "") == "stage" && l.value("stage", "") == stage)
+      return l;
+  }
+  return json();
+}
+
+// Everything in the tree except gpunode's own state directory.
+std::map<std::string, std::string> host_files(const std::string& root) {
+  auto snap = snapshot_tree(root);
+  for (auto it = snap.begin(); it != snap.end();) {
+    it = it->first.rfind("/var/lib/gpunode", 0) == 0 ? snap.erase(it)
+                                                     : std::next(it);
+  }
+  return snap;
+}
+
+const std::vector<std::string> kHostStages = {"--only",
+                                              "driver,toolkit,handler"};
+
+}  // namespace
+
+TEST_CASE(
+    "a good host tree is satisfied and its --json output parses line by line",
+    "[e2e][host]") {
+  TempDir t;
+  const std::string root = t.path() + "/node";
+  const std::string scenario =
+      GENERATE(std::string("good-v3"), std::string("good-v2"),
+               std::string("agent"), std::string("toolkit-dir"));
+  make_host_tree(root, scenario);
+  auto before = host_files(root);
+  std::vector<std::string> args{"install", "--root", root, "--json"};
+  args.insert(args.end(), kHostStages.begin(), kHostStages.end());
+  Run r = run_gpunode(args);
+  INFO(scenario << "\n" << r.err);
+  CHECK(r.exit_code == 0);
+  auto lines = json_lines(r.out);
+  REQUIRE(lines.size() >= 4);
+  for (const char* s : {"driver", "toolkit", "handler"}) {
+    CHECK(stage_event(lines, s).value("status", "") == "satisfied");
+  }
+  CHECK(lines.back().value("event", "") == "result");
+  CHECK(lines.back().value("exit_code", -1) == 0);
+  CHECK(host_files(root) == before);  // only gpunode's own state was written
+  // The journal recorded every stage.
+  auto journal = json::parse(
+      gpunode::test::read_text(root + "/var/lib/gpunode/journal.json"));
+  CHECK(journal["version"] == 1);
+  CHECK(journal["stages"]["handler"]["result"] == "satisfied");
+}
+
+TEST_CASE("toolkit installed after k3s started: exit 1 with the restart fix",
+          "[e2e][host]") {
+  TempDir t;
+  const std::string root = t.path() + "/node";
+  make_host_tree(root, "toolkit-after-k3s");
+  auto before = host_files(root);
+  std::vector<std::string> args{"install", "--root", root};
+  args.insert(args.end(), kHostStages.begin(), kHostStages.end());
+  Run r = run_gpunode(args);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("[ERROR handler]"));
+  CHECK_THAT(r.err, Catch::Contains("systemctl restart k3s"));
+  CHECK(host_files(root) == before);
+}
+
+TEST_CASE(
+    "with --restart-k3s, gpunode restarts k3s, waits for the new config, and "
+    "converges",
+    "[e2e][host]") {
+  TempDir t;
+  const std::string root = t.path() + "/node";
+  make_host_tree(root, "toolkit-after-k3s");
+  const std::string log = t.path() + "/systemctl.log";
+  std::vector<std::string> env{"GPUNODE_SIM_ROOT=" + root,
+                               "GPUNODE_SIM_SYSTEMCTL_LOG=" + log};
+  Run r =
+      run_gpunode({"install", "--root", root, "--restart-k3s", "--json"}, env);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(stage_event(json_lines(r.out), "handler").empty() == false);
+  CHECK(gpunode::test::read_text(log) == "restart k3s\n");
+  // A rerun finds everything in place and restarts nothing.
+  Run again = run_gpunode({"install", "--root", root, "--restart-k3s"}, env);
+  CHECK(again.exit_code == 0);
+  CHECK(gpunode::test::read_text(log) == "restart k3s\n");
+}
+
+TEST_CASE("status is read-only and exits 1 naming the broken layer",
+          "[e2e][host]") {
+  TempDir t;
+  const std::string root = t.path() + "/node";
+  make_host_tree(root, "no-toolkit");
+  auto before = snapshot_tree(root);
+  Run r = run_gpunode({"status", "--root", root, "--json"});
+  CHECK(r.exit_code == 1);
+  auto lines = json_lines(r.out);
+  CHECK(stage_event(lines, "driver").value("status", "") == "satisfied");
+  CHECK(stage_event(lines, "toolkit").value("status", "") == "blocked");
+  CHECK(snapshot_tree(root) == before);  // not even a state directory
+}
+
+TEST_CASE("a malformed containerd config exits 2 naming the file and line",
+          "[e2e][host]") {
+  TempDir t;
+  const std::string root = t.path() + "/node";
+  make_host_tree(root, "malformed-config");
+  Run r = run_gpunode({"install", "--root", root, "--only", "handler"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("config.toml:"));
+}
+
+TEST_CASE("bad flags exit 2 naming the flag and change nothing", "[e2e][cli]") {
+  TempDir t;
+  const std::string root = t.path() + "/node";
+  make_host_tree(root, "good-v3");
+  auto before = snapshot_tree(root);
+  struct Case {
+    std::vector<std::string> extra;
+    const char* flag;
+  };
+  const std::vector<Case> cases = {
+      {{"--only", "driver,gpus"}, "--only"},
+      {{"--skip", "everything"}, "--skip"},
+      {{"--variant", "fractional"}, "--variant"},
+      {{"--variant", "time-slicing", "--replicas", "1"}, "--replicas"},
+      {{"--variant", "time-slicing", "--replicas", "0"}, "--replicas"},
+      {{"--timeout", "-5m"}, "--timeout"},
+      {{"--timeout", "0"}, "--timeout"},
+      {{"--node", "../etc"}, "--node"},
+      {{"--replicas", "abc"}, "--replicas"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args{"install", "--root", root};
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    Run r = run_gpunode(args);
+    INFO(c.flag << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(c.flag));
+  }
+  CHECK(snapshot_tree(root) == before);
+}
+
+TEST_CASE("install as a normal user exits 5 and changes nothing",
+          "[e2e][host]") {
+  TempDir t;
+  const std::string root = t.path() + "/node";
+  make_host_tree(root, "good-v3");
+  ::chmod(t.path().c_str(), 0755);
+  auto before = snapshot_tree(root);
+  Run r = gpunode::test::run_with_sim(
+      {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+       GPUNODE_BINARY, "install", "--root", root});
+  INFO(r.err);
+  CHECK(r.exit_code == 5);
+  CHECK_THAT(r.err, Catch::Contains("must run as root"));
+  CHECK(snapshot_tree(root) == before);
+}
+
+TEST_CASE(
+    "a second concurrent install exits 5 naming the run that holds the lock",
+    "[e2e][host]") {
+  TempDir t;
+  const std::string root = t.path() + "/node";
+  make_host_tree(root, "good-v3");
+  // The first run hangs in nvidia-smi while holding the lock.
+  Background first({GPUNODE_BINARY, "install", "--root", root},
+                   {"GPUNODE_SIM_GPU_MODE=hang"});
+  for (int i = 0;
+       i < 500 && first.err_so_far().find("[preflight]") == std::string::npos;
+       ++i) {
+    ::usleep(10000);
+  }
+  Run second = run_gpunode({"install", "--root", root});
+  INFO(second.err);
+  CHECK(second.exit_code == 5);
+  CHECK_THAT(second.err, Catch::Contains("another gpunode run holds"));
+  CHECK_THAT(second.err, Catch::Contains("pid " + std::to_string(first.pid())));
+  first.kill_all(SIGKILL);
+  first.wait();
+  // The kernel released the dead run's lock: the next run works and says
+  // that the previous one did not finish.
+  Run third = run_gpunode({"install", "--root", root});
+  CHECK(third.exit_code == 0);
+  CHECK_THAT(third.err, Catch::Contains("did not finish"));
+}
+
+TEST_CASE("without a TTY or with NO_COLOR the output has no colour codes",
+          "[e2e][cli]") {
+  TempDir t;
+  const std::string root = t.path() + "/node";
+  make_host_tree(root, "no-toolkit");
+  Run r = run_gpunode({"status", "--root", root}, {"NO_COLOR=1"});
+  CHECK(r.err.find('\033') == std::string::npos);
+}

@@ -1,0 +1,51 @@
+#include "gpunode/pipeline.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace gpunode;
+
+namespace {
+std::vector<std::string> names(const StageList& l) {
+  std::vector<std::string> out;
+  for (const auto& s : l) out.emplace_back(s->name());
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the pipeline runs the layers bottom-up", "[pipeline]") {
+  CHECK(pipeline_stage_names() ==
+        std::vector<std::string>{"preflight", "driver", "toolkit", "handler"});
+}
+
+TEST_CASE("stage selection with --only and --skip keep the pipeline's order",
+          "[pipeline]") {
+  auto r = select_stages(make_pipeline(), {"handler", "driver"}, {});
+  REQUIRE(r);
+  CHECK(names(*r) == std::vector<std::string>{"driver", "handler"});
+  auto s = select_stages(make_pipeline(), {}, {"preflight", "toolkit"});
+  REQUIRE(s);
+  CHECK(names(*s) == std::vector<std::string>{"driver", "handler"});
+}
+
+TEST_CASE("an unknown stage name is a usage error listing the stages",
+          "[pipeline]") {
+  auto r = select_stages(make_pipeline(), {"drivers"}, {});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().exit == ExitCode::kUsage);
+  CHECK_THAT(r.error().message,
+             Catch::Contains("--only: unknown stage 'drivers'"));
+  CHECK_THAT(r.error().message,
+             Catch::Contains("preflight, driver, toolkit, handler"));
+  auto s = select_stages(make_pipeline(), {}, {"nope"});
+  REQUIRE_FALSE(s);
+  CHECK_THAT(s.error().message,
+             Catch::StartsWith("--skip: unknown stage 'nope'"));
+}
+
+TEST_CASE(
+    "stage selection with --only and --skip that leave nothing are refused",
+    "[pipeline]") {
+  auto r = select_stages(make_pipeline(), {"driver"}, {"driver"});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().exit == ExitCode::kUsage);
+}
