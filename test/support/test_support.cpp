@@ -89,6 +89,13 @@ TempDir::TempDir() {
 
 TempDir::~TempDir() { remove_tree(path_); }
 
+bool any_contains(const std::vector<std::string>& lines, const std::string& s) {
+  for (const auto& line : lines) {
+    if (line.find(s) != std::string::npos) return true;
+  }
+  return false;
+}
+
 std::map<std::string, std::string> snapshot_tree(const std::string& dir) {
   std::map<std::string, std::string> out;
   snapshot_into(dir, "", out);

@@ -6,7 +6,9 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpunode/host.hpp"
@@ -45,6 +47,44 @@ class FakeClock : public Clock {
       std::chrono::system_clock::time_point(std::chrono::seconds(1795000000));
   std::chrono::steady_clock::time_point steady_{};
 };
+
+// Sets environment variables for one test and puts the old values back:
+// the posix runner hands this process's environment to the simulated
+// programs (nvidia-smi, systemctl).
+class ScopedEnv {
+ public:
+  ScopedEnv() = default;
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->second) {
+        ::setenv(it->first.c_str(), it->second->c_str(), 1);
+      } else {
+        ::unsetenv(it->first.c_str());
+      }
+    }
+  }
+  void set(const std::string& name, const std::string& value) {
+    save(name);
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  void unset(const std::string& name) {
+    save(name);
+    ::unsetenv(name.c_str());
+  }
+
+ private:
+  void save(const std::string& name) {
+    const char* old = std::getenv(name.c_str());
+    saved_.emplace_back(name,
+                        old ? std::optional<std::string>(old) : std::nullopt);
+  }
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// True when one of the lines contains `s`.
+bool any_contains(const std::vector<std::string>& lines, const std::string& s);
 
 // path (relative to the tree) -> "mode:size:sha256" for every entry, links
 // included as "link:target". Two equal snapshots mean nothing changed.

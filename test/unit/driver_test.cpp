@@ -18,45 +18,13 @@
 namespace gpunode {
 namespace {
 
+using test::any_contains;
+
 using std::chrono::milliseconds;
 
 const char* kSimVars[] = {"GPUNODE_SIM_GPU_MODE", "GPUNODE_SIM_GPU_COUNT",
                           "GPUNODE_SIM_GPU_MIG", "GPUNODE_SIM_GPU_MEMORY",
                           "GPUNODE_SIM_GPU_DRIVER"};
-
-// Sets environment variables for one test and puts the old values back:
-// the posix runner passes this process's environment to nvidia-smi.
-class ScopedEnv {
- public:
-  ScopedEnv() = default;
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second) {
-        ::setenv(it->first.c_str(), it->second->c_str(), 1);
-      } else {
-        ::unsetenv(it->first.c_str());
-      }
-    }
-  }
-  void set(const std::string& name, const std::string& value) {
-    save(name);
-    ::setenv(name.c_str(), value.c_str(), 1);
-  }
-  void unset(const std::string& name) {
-    save(name);
-    ::unsetenv(name.c_str());
-  }
-
- private:
-  void save(const std::string& name) {
-    const char* old = std::getenv(name.c_str());
-    saved_.emplace_back(name,
-                        old ? std::optional<std::string>(old) : std::nullopt);
-  }
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
 
 std::string old_path() {
   const char* p = std::getenv("PATH");
@@ -96,17 +64,10 @@ struct SimHost {
   test::FakeClock clock;
   ComposedHost host;
   Options opts;
-  ScopedEnv env;
+  test::ScopedEnv env;
   Facts facts;
   std::map<std::string, std::string> before;
 };
-
-bool any_contains(const std::vector<std::string>& lines, const std::string& s) {
-  for (const auto& line : lines) {
-    if (line.find(s) != std::string::npos) return true;
-  }
-  return false;
-}
 
 TEST_CASE("the driver stage is named for its layer and changes nothing",
           "[driver]") {

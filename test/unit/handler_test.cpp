@@ -25,44 +25,12 @@
 namespace gpunode {
 namespace {
 
+using test::any_contains;
+
 using std::chrono::milliseconds;
 
 const std::string kConfig(kContainerdConfigPath);
 const std::string kConfigDir(kContainerdConfigDir);
-
-// Sets environment variables for one test and puts the old values back:
-// the posix runner hands this process's environment to systemctl.
-class ScopedEnv {
- public:
-  ScopedEnv() = default;
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second) {
-        ::setenv(it->first.c_str(), it->second->c_str(), 1);
-      } else {
-        ::unsetenv(it->first.c_str());
-      }
-    }
-  }
-  void set(const std::string& name, const std::string& value) {
-    save(name);
-    ::setenv(name.c_str(), value.c_str(), 1);
-  }
-  void unset(const std::string& name) {
-    save(name);
-    ::unsetenv(name.c_str());
-  }
-
- private:
-  void save(const std::string& name) {
-    const char* old = std::getenv(name.c_str());
-    saved_.emplace_back(name,
-                        old ? std::optional<std::string>(old) : std::nullopt);
-  }
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
 
 // Stands in for systemctl where the simulated one cannot show a case: it
 // records argv and does whatever the test asks (or nothing).
@@ -160,17 +128,10 @@ struct SimHost {
   test::FakeClock clock;
   ComposedHost host;
   Options opts;
-  ScopedEnv env;
+  test::ScopedEnv env;
   std::unique_ptr<Stage> stage = make_handler_stage();
   bool unchanged = false;
 };
-
-bool any_contains(const std::vector<std::string>& lines, const std::string& s) {
-  for (const auto& line : lines) {
-    if (line.find(s) != std::string::npos) return true;
-  }
-  return false;
-}
 
 std::string all_text(const Check& c) {
   std::string text = c.summary + "\n" + c.fix + "\n" + c.action + "\n";

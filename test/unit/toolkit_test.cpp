@@ -18,6 +18,8 @@
 namespace gpunode {
 namespace {
 
+using test::any_contains;
+
 // A host tree under a temporary root, seen through the real rooted file
 // system; the toolkit stage runs no programs.
 struct Tree {
@@ -53,13 +55,6 @@ struct Tree {
   std::map<std::string, std::string> before;
   bool unchanged = false;
 };
-
-bool any_contains(const std::vector<std::string>& lines, const std::string& s) {
-  for (const auto& line : lines) {
-    if (line.find(s) != std::string::npos) return true;
-  }
-  return false;
-}
 
 TEST_CASE(
     "the toolkit stage is named for its layer and its apply changes nothing",
