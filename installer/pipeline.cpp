@@ -14,6 +14,7 @@ StageList make_pipeline() {
   stages.push_back(make_driver_stage());
   stages.push_back(make_toolkit_stage());
   stages.push_back(make_handler_stage());
+  stages.push_back(make_image_stage());
   return stages;
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what gpunode needs to build and test (Debian 12 packages only) and
+# Installs what gpunode needs to build and test (Debian 12 packages only;
+# containerd is the real one the image tests start on a private socket) and
 # builds it into ./build. Idempotent: apt runs only when a package is missing,
 # and the build is incremental.
 set -euo pipefail
@@ -7,7 +8,8 @@ cd "$(dirname "$0")/.."
 
 build_packages=(g++ cmake ninja-build pkg-config
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libssl-dev libspdlog-dev
-  libyaml-cpp-dev libarchive-dev libcurl4-openssl-dev catch2)
+  libyaml-cpp-dev libarchive-dev libcurl4-openssl-dev catch2
+  containerd)
 
 missing=()
 for p in "${build_packages[@]}"; do

@@ -8,8 +8,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpunode/result.hpp"
@@ -51,10 +53,12 @@ struct ProcessResult {
   bool not_found = false;   // the program is not on PATH
   bool timed_out = false;   // killed at the deadline
   std::string spawn_error;  // errno text when it could not be started
+  std::optional<Error> input_error;  // the input source failed (run_with_input)
   std::string out;
   std::string err;
   bool succeeded() const {
-    return exit_code == 0 && !not_found && !timed_out && spawn_error.empty();
+    return exit_code == 0 && !not_found && !timed_out && spawn_error.empty() &&
+           !input_error;
   }
 };
 
@@ -64,6 +68,18 @@ class ProcessRunner {
   // argv[0] is looked up on PATH. Never a shell.
   virtual ProcessResult run(const std::vector<std::string>& argv,
                             std::chrono::milliseconds timeout) = 0;
+  // Like run(), with the child's standard input fed from `next_chunk`:
+  // called whenever the child can take more; an empty chunk ends the input,
+  // an error kills the child and is returned in ProcessResult::input_error.
+  using InputSource = std::function<Result<std::string_view>()>;
+  virtual ProcessResult run_with_input(const std::vector<std::string>& argv,
+                                       std::chrono::milliseconds timeout,
+                                       const InputSource& next_chunk) {
+    (void)argv, (void)timeout, (void)next_chunk;
+    ProcessResult r;
+    r.spawn_error = "this process runner cannot feed standard input";
+    return r;
+  }
   // Where argv[0] would be found on PATH, if anywhere.
   virtual std::optional<std::string> which(const std::string& program) = 0;
 };

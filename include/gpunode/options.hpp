@@ -28,6 +28,10 @@ struct Options {
   bool color = true;  // still only on a TTY and without NO_COLOR
   int verbosity = 0;
   std::optional<std::string> min_driver;  // dotted version, e.g. "550.54.15"
+  // The device plugin image archive (a real path, e.g. on the USB stick; not
+  // under --root) and the reference it must hold (images/images.lock).
+  std::optional<std::string> image_archive;
+  std::string image_ref;
 };
 
 const char* variant_name(Variant v);

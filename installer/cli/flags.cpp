@@ -4,6 +4,8 @@
 
 #include <cctype>
 
+#include "gpunode/images_lock.hpp"
+
 namespace gpunode {
 namespace {
 
@@ -121,6 +123,15 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
       ->delimiter(',');
   cmd->add_option("--min-driver", v.min_driver,
                   "Lowest acceptable NVIDIA driver version, e.g. 550.54.15");
+  cmd->add_option(
+      "--image-archive", v.image_archive,
+      "Device plugin image archive to import (OCI layout or docker archive "
+      "tar, "
+      "optionally .gz/.zst), e.g. from the bundle on the USB stick");
+  cmd->add_option("--image-ref", v.image_ref,
+                  "Image reference the archive must hold (default: " +
+                      locked_device_plugin_image().ref +
+                      ", from images/images.lock)");
   if (set == FlagSet::kInstall) {
     cmd->add_flag(
         "--restart-k3s", v.restart_k3s,
@@ -216,6 +227,25 @@ Result<Options> validate_flags(const FlagValues& v) {
           v.min_driver + "'");
     }
     o.min_driver = v.min_driver;
+  }
+  if (!v.image_archive.empty()) {
+    if (::stat(v.image_archive.c_str(), &st) != 0) {
+      return usage_error("--image-archive: '" + v.image_archive +
+                         "' does not exist");
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return usage_error("--image-archive: '" + v.image_archive +
+                         "' is not a regular file");
+    }
+    o.image_archive = v.image_archive;
+  }
+  o.image_ref =
+      v.image_ref.empty() ? locked_device_plugin_image().ref : v.image_ref;
+  if (o.image_ref.find_first_of(" \t\n\"'") != std::string::npos ||
+      o.image_ref.find('/') == std::string::npos) {
+    return usage_error(
+        "--image-ref: '" + o.image_ref +
+        "' is not a full image reference such as registry/repo/name:tag");
   }
   o.only = v.only;
   o.skip = v.skip;

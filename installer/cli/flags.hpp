@@ -29,6 +29,8 @@ struct FlagValues {
   bool no_color = false;
   int verbosity = 0;
   std::string min_driver;
+  std::string image_archive;
+  std::string image_ref;
 };
 
 enum class FlagSet { kInstall, kPlan, kStatus };

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "gpunode/system_host.hpp"
 
@@ -26,6 +27,49 @@ class PosixProcessRunner : public ProcessRunner {
  public:
   ProcessResult run(const std::vector<std::string>& argv,
                     std::chrono::milliseconds timeout) override {
+    return execute(argv, timeout, nullptr);
+  }
+
+  ProcessResult run_with_input(const std::vector<std::string>& argv,
+                               std::chrono::milliseconds timeout,
+                               const InputSource& next_chunk) override {
+    // A child that exits before reading all its input would otherwise kill
+    // gpunode with SIGPIPE on the next write; EPIPE is handled instead.
+    // Children get default dispositions back (POSIX_SPAWN_SETSIGDEF).
+    static std::once_flag ignore_sigpipe;
+    std::call_once(ignore_sigpipe, [] { ::signal(SIGPIPE, SIG_IGN); });
+    return execute(argv, timeout, &next_chunk);
+  }
+
+  std::optional<std::string> which(const std::string& program) override {
+    auto executable = [](const std::string& p) {
+      struct stat st {};
+      return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+             ::access(p.c_str(), X_OK) == 0;
+    };
+    if (program.find('/') != std::string::npos) {
+      return executable(program) ? std::optional<std::string>(program)
+                                 : std::nullopt;
+    }
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    std::size_t i = 0;
+    while (i <= dirs.size()) {
+      std::size_t j = dirs.find(':', i);
+      if (j == std::string::npos) j = dirs.size();
+      std::string dir = dirs.substr(i, j - i);
+      if (dir.empty()) dir = ".";
+      std::string candidate = dir + "/" + program;
+      if (executable(candidate)) return candidate;
+      i = j + 1;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  ProcessResult execute(const std::vector<std::string>& argv,
+                        std::chrono::milliseconds timeout,
+                        const InputSource* input) {
     ProcessResult result;
     if (argv.empty()) {
       result.spawn_error = "empty command";
@@ -35,7 +79,11 @@ class PosixProcessRunner : public ProcessRunner {
       result.not_found = true;
       return result;
     }
-    int out_pipe[2], err_pipe[2];
+    int out_pipe[2], err_pipe[2], in_pipe[2] = {-1, -1};
+    if (input != nullptr && ::pipe2(in_pipe, O_CLOEXEC) != 0) {
+      result.spawn_error = std::strerror(errno);
+      return result;
+    }
     if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
       result.spawn_error = std::strerror(errno);
       return result;
@@ -48,7 +96,11 @@ class PosixProcessRunner : public ProcessRunner {
     }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (input != nullptr) {
+      posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
+    } else {
+      posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    }
     posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
     posix_spawnattr_t attr;
@@ -75,9 +127,11 @@ class PosixProcessRunner : public ProcessRunner {
     posix_spawnattr_destroy(&attr);
     ::close(out_pipe[1]);
     ::close(err_pipe[1]);
+    if (input != nullptr) ::close(in_pipe[0]);
     if (rc != 0) {
       ::close(out_pipe[0]);
       ::close(err_pipe[0]);
+      if (input != nullptr) ::close(in_pipe[1]);
       if (rc == ENOENT)
         result.not_found = true;
       else
@@ -86,9 +140,21 @@ class PosixProcessRunner : public ProcessRunner {
     }
 
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    // fds[2] is the child's stdin while we still have input for it; writes
+    // are non-blocking so a child that stops reading cannot hang us.
+    pollfd fds[3] = {
+        {out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}, {-1, POLLOUT, 0}};
+    if (input != nullptr) {
+      ::fcntl(in_pipe[1], F_SETFL, ::fcntl(in_pipe[1], F_GETFL) | O_NONBLOCK);
+      fds[2].fd = in_pipe[1];
+    }
+    std::string_view pending;
     int open_fds = 2;
-    char buf[16384];
+    char buf[65536];
+    auto close_input = [&]() {
+      if (fds[2].fd >= 0) ::close(fds[2].fd);
+      fds[2].fd = -1;
+    };
     while (open_fds > 0) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
@@ -97,7 +163,7 @@ class PosixProcessRunner : public ProcessRunner {
         ::kill(-pid, SIGKILL);
         break;
       }
-      int n = ::poll(fds, 2,
+      int n = ::poll(fds, 3,
                      static_cast<int>(std::min<long long>(left.count(), 1000)));
       if (n < 0 && errno != EINTR) break;
       for (int i = 0; i < 2; ++i) {
@@ -113,7 +179,35 @@ class PosixProcessRunner : public ProcessRunner {
           --open_fds;
         }
       }
+      if (fds[2].fd >= 0 && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+        if (fds[2].revents & (POLLERR | POLLHUP)) {
+          close_input();  // the child closed its stdin; its exit status says
+                          // why
+          continue;
+        }
+        if (pending.empty()) {
+          auto chunk = (*input)();
+          if (!chunk) {
+            result.input_error = chunk.error();
+            ::kill(-pid, SIGKILL);
+            close_input();
+            continue;
+          }
+          pending = *chunk;
+          if (pending.empty()) {
+            close_input();
+            continue;
+          }
+        }
+        ssize_t w = ::write(fds[2].fd, pending.data(), pending.size());
+        if (w > 0) {
+          pending.remove_prefix(static_cast<std::size_t>(w));
+        } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+          close_input();
+        }
+      }
     }
+    close_input();
     for (auto& f : fds) {
       if (f.fd >= 0) ::close(f.fd);
     }
@@ -125,31 +219,6 @@ class PosixProcessRunner : public ProcessRunner {
     spdlog::debug("exit: {} code={} signal={} timed_out={}", argv[0],
                   result.exit_code, result.term_signal, result.timed_out);
     return result;
-  }
-
-  std::optional<std::string> which(const std::string& program) override {
-    auto executable = [](const std::string& p) {
-      struct stat st {};
-      return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-             ::access(p.c_str(), X_OK) == 0;
-    };
-    if (program.find('/') != std::string::npos) {
-      return executable(program) ? std::optional<std::string>(program)
-                                 : std::nullopt;
-    }
-    const char* path = std::getenv("PATH");
-    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-    std::size_t i = 0;
-    while (i <= dirs.size()) {
-      std::size_t j = dirs.find(':', i);
-      if (j == std::string::npos) j = dirs.size();
-      std::string dir = dirs.substr(i, j - i);
-      if (dir.empty()) dir = ".";
-      std::string candidate = dir + "/" + program;
-      if (executable(candidate)) return candidate;
-      i = j + 1;
-    }
-    return std::nullopt;
   }
 };
 

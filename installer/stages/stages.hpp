@@ -11,5 +11,6 @@ std::unique_ptr<Stage> make_preflight_stage();
 std::unique_ptr<Stage> make_driver_stage();
 std::unique_ptr<Stage> make_toolkit_stage();
 std::unique_ptr<Stage> make_handler_stage();
+std::unique_ptr<Stage> make_image_stage();
 
 }  // namespace gpunode

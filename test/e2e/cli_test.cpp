@@ -11,7 +11,7 @@ TEST_CASE("version prints the version and the stage list", "[cli]") {
   Run r = run_gpunode({"version"});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::StartsWith("gpunode "));
-  CHECK_THAT(r.out, Catch::Contains("preflight driver toolkit handler"));
+  CHECK_THAT(r.out, Catch::Contains("preflight driver toolkit handler image"));
 }
 
 TEST_CASE("help answers with exit 0 and lists the exit codes", "[cli]") {

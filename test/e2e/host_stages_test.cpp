@@ -37,6 +37,8 @@ json stage_event(const std::vector<json>& lines, const std::string& stage) {
   return json();
 }
 
+// The host layers alone; the image layer has tests of its own with a real
+// containerd (image_stage_test.cpp).
 // Everything in the tree except gpunode's own state directory.
 std::map<std::string, std::string> host_files(const std::string& root) {
   auto snap = snapshot_tree(root);
@@ -108,14 +110,16 @@ TEST_CASE(
   const std::string log = t.path() + "/systemctl.log";
   std::vector<std::string> env{"GPUNODE_SIM_ROOT=" + root,
                                "GPUNODE_SIM_SYSTEMCTL_LOG=" + log};
-  Run r =
-      run_gpunode({"install", "--root", root, "--restart-k3s", "--json"}, env);
+  Run r = run_gpunode(
+      {"install", "--root", root, "--restart-k3s", "--json", "--skip", "image"},
+      env);
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(stage_event(json_lines(r.out), "handler").empty() == false);
   CHECK(gpunode::test::read_text(log) == "restart k3s\n");
   // A rerun finds everything in place and restarts nothing.
-  Run again = run_gpunode({"install", "--root", root, "--restart-k3s"}, env);
+  Run again = run_gpunode(
+      {"install", "--root", root, "--restart-k3s", "--skip", "image"}, env);
   CHECK(again.exit_code == 0);
   CHECK(gpunode::test::read_text(log) == "restart k3s\n");
 }
@@ -214,7 +218,7 @@ TEST_CASE(
   first.wait();
   // The kernel released the dead run's lock: the next run works and says
   // that the previous one did not finish.
-  Run third = run_gpunode({"install", "--root", root});
+  Run third = run_gpunode({"install", "--root", root, "--skip", "image"});
   CHECK(third.exit_code == 0);
   CHECK_THAT(third.err, Catch::Contains("did not finish"));
 }

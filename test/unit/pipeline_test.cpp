@@ -13,8 +13,9 @@ std::vector<std::string> names(const StageList& l) {
 }  // namespace
 
 TEST_CASE("the pipeline runs the layers bottom-up", "[pipeline]") {
-  CHECK(pipeline_stage_names() ==
-        std::vector<std::string>{"preflight", "driver", "toolkit", "handler"});
+  CHECK(pipeline_stage_names() == std::vector<std::string>{"preflight",
+                                                           "driver", "toolkit",
+                                                           "handler", "image"});
 }
 
 TEST_CASE("stage selection with --only and --skip keep the pipeline's order",
@@ -24,7 +25,7 @@ TEST_CASE("stage selection with --only and --skip keep the pipeline's order",
   CHECK(names(*r) == std::vector<std::string>{"driver", "handler"});
   auto s = select_stages(make_pipeline(), {}, {"preflight", "toolkit"});
   REQUIRE(s);
-  CHECK(names(*s) == std::vector<std::string>{"driver", "handler"});
+  CHECK(names(*s) == std::vector<std::string>{"driver", "handler", "image"});
 }
 
 TEST_CASE("an unknown stage name is a usage error listing the stages",
@@ -35,7 +36,7 @@ TEST_CASE("an unknown stage name is a usage error listing the stages",
   CHECK_THAT(r.error().message,
              Catch::Contains("--only: unknown stage 'drivers'"));
   CHECK_THAT(r.error().message,
-             Catch::Contains("preflight, driver, toolkit, handler"));
+             Catch::Contains("preflight, driver, toolkit, handler, image"));
   auto s = select_stages(make_pipeline(), {}, {"nope"});
   REQUIRE_FALSE(s);
   CHECK_THAT(s.error().message,

@@ -1,0 +1,64 @@
+// Container image archives as ctr imports them: OCI image layouts and docker
+// archives in a tar, optionally compressed. Verified before anything touches
+// containerd, because `ctr images import` of a corrupt archive still creates
+// the image record, and blobs from earlier imports can hide a bad layer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpunode/result.hpp"
+
+namespace gpunode {
+
+struct ImageArchiveInfo {
+  enum class Format { kOciLayout, kDockerArchive } format = Format::kOciLayout;
+  std::string
+      ref;  // full reference, e.g. nvcr.io/nvidia/k8s-device-plugin:v0.19.3
+  std::string name_in_archive;  // as the archive spells it (may be a bare tag)
+  // What containerd will hold as the image's identity: for OCI the digest of
+  // the descriptor index.json gives for the ref (index or manifest); for a
+  // docker archive the config digest (ctr writes a new manifest for it).
+  std::string target_digest;
+  std::vector<std::string> platforms;  // those the archive has a manifest for
+  bool compressed = false;             // gzip/zstd/...: must be piped to ctr
+  std::uint64_t bytes_verified = 0;    // blob bytes hashed
+  std::uint64_t entries = 0;
+};
+
+// "linux/amd64" or "linux/arm64": what this machine runs.
+std::string host_platform();
+
+// Reads only what names the image (index.json / manifest.json and small
+// configs); fast on an uncompressed tar, whose data is skipped by seeking.
+// Nothing is verified: use it to decide whether an import is needed at all.
+Result<ImageArchiveInfo> peek_image_archive(const std::string& path,
+                                            const std::string& expected_ref);
+
+// Streams every entry once, hashing every blob (SHA-256) against its name
+// and every descriptor's size, and checks that the archive holds a complete
+// image named `expected_ref` for `platform`. Errors: ExitCode::kUsage for a
+// malformed archive (not a tar, no index, unsafe entry names or links, wrong
+// image, wrong platform), ExitCode::kIntegrity for damaged content
+// (truncated, hash or size mismatch, missing blob). Each names the entry.
+Result<ImageArchiveInfo> verify_image_archive(const std::string& path,
+                                              const std::string& expected_ref,
+                                              const std::string& platform);
+
+// The decompressed tar stream of a (possibly compressed) archive, a chunk
+// at a time, for `ctr images import -`. An empty chunk is the end.
+class DecompressedStream {
+ public:
+  explicit DecompressedStream(const std::string& path);
+  ~DecompressedStream();
+  DecompressedStream(const DecompressedStream&) = delete;
+  DecompressedStream& operator=(const DecompressedStream&) = delete;
+  Result<std::string_view> next();
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace gpunode

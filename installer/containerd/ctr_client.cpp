@@ -1,0 +1,182 @@
+#include "containerd/ctr_client.hpp"
+
+#include <sstream>
+
+namespace gpunode {
+namespace {
+
+std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  std::string w;
+  while (in >> w) out.push_back(w);
+  return out;
+}
+
+std::string first_line(const std::string& text) {
+  std::string t = text.substr(0, text.find('\n'));
+  return t.empty() ? text : t;
+}
+
+}  // namespace
+
+bool ImageRecord::has_label(const std::string& key,
+                            const std::string& value) const {
+  for (const auto& l : labels) {
+    if (l == key + "=" + value) return true;
+  }
+  return false;
+}
+
+Result<ProcessResult> CtrClient::ctr(std::vector<std::string> args,
+                                     const std::string& what) {
+  std::vector<std::string> argv{"k3s", "ctr", "-n", "k8s.io"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessResult r = proc_.run(argv, timeout_);
+  if (r.not_found) {
+    return Error{ExitCode::kBlocked, "image",
+                 "cannot " + what + ": k3s is not on PATH",
+                 "run gpunode on the k3s node itself, as root"};
+  }
+  if (!r.succeeded()) {
+    std::string why =
+        r.timed_out ? "timed out" : first_line(r.err.empty() ? r.out : r.err);
+    return Error{r.timed_out ? ExitCode::kTimeout : ExitCode::kBlocked, "image",
+                 "cannot " + what + ": k3s ctr " + args.front() + " " +
+                     (args.size() > 1 ? args[1] : "") + " failed (" + why + ")",
+                 "check that k3s is running (sudo systemctl status k3s) and "
+                 "its containerd "
+                 "answers: sudo k3s ctr version"};
+  }
+  return r;
+}
+
+std::vector<ImageRecord> CtrClient::parse_images_ls(const std::string& out) {
+  // REF TYPE DIGEST SIZE(two words) PLATFORMS LABELS
+  std::vector<ImageRecord> records;
+  std::istringstream in(out);
+  std::string line;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (header) {
+      header = false;
+      continue;
+    }
+    auto w = words(line);
+    if (w.size() < 7) continue;
+    ImageRecord r{w[0], w[1], w[2], {}};
+    if (w.back() != "-") {
+      std::istringstream labels(w.back());
+      std::string l;
+      while (std::getline(labels, l, ',')) r.labels.push_back(l);
+    }
+    records.push_back(std::move(r));
+  }
+  return records;
+}
+
+std::optional<ImageCompleteness> CtrClient::parse_images_check(
+    const std::string& out, const std::string& ref) {
+  // REF TYPE DIGEST STATUS SIZE UNPACKED, STATUS like "complete (2/2)".
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto w = words(line);
+    if (w.size() < 5 || w[0] != ref) continue;
+    ImageCompleteness c;
+    for (std::size_t i = 3; i < w.size(); ++i) {
+      if (w[i] == "complete" || w[i] == "incomplete" || w[i] == "missing" ||
+          w[i] == "unavailable") {
+        c.complete = w[i] == "complete";
+        c.status =
+            w[i] +
+            (i + 1 < w.size() && w[i + 1].front() == '(' ? " " + w[i + 1] : "");
+        break;
+      }
+    }
+    c.unpacked = w.back() == "true";
+    return c;
+  }
+  return std::nullopt;
+}
+
+Result<std::optional<ImageRecord>> CtrClient::find(const std::string& ref) {
+  auto r =
+      ctr({"images", "ls", "name==" + ref}, "list images in k3s's containerd");
+  if (!r) return r.error();
+  for (auto& rec : parse_images_ls(r->out)) {
+    if (rec.ref == ref) return std::optional<ImageRecord>(std::move(rec));
+  }
+  return std::optional<ImageRecord>();
+}
+
+Result<ImageCompleteness> CtrClient::completeness(const std::string& ref) {
+  auto r = ctr({"images", "check", "name==" + ref}, "check image " + ref);
+  if (!r) return r.error();
+  auto c = parse_images_check(r->out, ref);
+  if (!c) return ImageCompleteness{};
+  return *c;
+}
+
+Result<std::string> CtrClient::content(const std::string& digest) {
+  auto r = ctr({"content", "get", digest}, "read blob " + digest);
+  if (!r) return r.error();
+  return r->out;
+}
+
+std::vector<std::string> CtrClient::import_args(const std::string& base_name) {
+  // --base-name names tag-only OCI refs (otherwise "import-<date>:tag") and
+  // keeps other images in the archive out. Only the node's platform is
+  // unpacked (ctr's default).
+  return {"k3s",    "ctr",    "-n",          "k8s.io",
+          "images", "import", "--base-name", base_name};
+}
+
+Result<void> CtrClient::import_file(const std::string& path,
+                                    const std::string& base_name) {
+  auto argv = import_args(base_name);
+  argv.push_back(path);
+  ProcessResult r = proc_.run(argv, timeout_);
+  if (!r.succeeded()) {
+    return Error{r.timed_out ? ExitCode::kTimeout : ExitCode::kBlocked, "image",
+                 "k3s ctr images import " + path + " failed (" +
+                     (r.timed_out ? "timed out" : first_line(r.err)) + ")",
+                 "see the message above; free disk space under "
+                 "/var/lib/rancher if it is full"};
+  }
+  return {};
+}
+
+Result<void> CtrClient::import_stream(const ProcessRunner::InputSource& source,
+                                      const std::string& base_name) {
+  auto argv = import_args(base_name);
+  argv.push_back("-");
+  ProcessResult r = proc_.run_with_input(argv, timeout_, source);
+  if (r.input_error) return *r.input_error;
+  if (!r.succeeded()) {
+    return Error{
+        r.timed_out ? ExitCode::kTimeout : ExitCode::kBlocked, "image",
+        "k3s ctr images import - failed (" +
+            (r.timed_out ? std::string("timed out")
+                         : first_line(r.err.empty() ? r.spawn_error : r.err)) +
+            ")",
+        "see the message above; free disk space under /var/lib/rancher if it "
+        "is full"};
+  }
+  return {};
+}
+
+Result<void> CtrClient::pin(const std::string& ref) {
+  auto r = ctr({"images", "label", ref, std::string(kPinnedLabel) + "=pinned"},
+               "pin " + ref);
+  if (!r) return r.error();
+  return {};
+}
+
+Result<void> CtrClient::remove(const std::string& ref) {
+  auto r = ctr({"images", "rm", ref}, "remove " + ref);
+  if (!r) return r.error();
+  return {};
+}
+
+}  // namespace gpunode

@@ -1,0 +1,285 @@
+// image: the device plugin image in k3s's containerd, complete, unpacked and
+// pinned. An air-gapped node can never pull it, so it comes from an archive
+// (--image-archive, later the bundle), verified blob by blob before import.
+//
+// Why a CRI pin and nothing else (not also a copy in k3s's images folder):
+// in k3s's pkg/agent/containerd/containerd.go, PreloadImages() first runs
+// clearLabels(), which lists images labelled io.cattle.k3s.pinned=pinned and
+// deletes that label AND io.cri-containerd.pinned from each; labelImages()
+// then sets both again only on images imported from
+// /var/lib/rancher/k3s/agent/images/ at this start. An image imported and
+// pinned by gpunode carries only io.cri-containerd.pinned, so k3s never
+// touches it (maintainer confirmation in k3s-io/k3s#11363). Copying the
+// archive into the images folder would instead make k3s own the pin: it is
+// stripped at each restart and re-added only while the file stays there, and
+// with the opt-in .cache.json an unchanged file is not re-imported, so the pin
+// is lost (k3s-io/k3s#14265). The CRI pin makes containerd report
+// Image.pinned, which kubelet's image GC skips.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "containerd/ctr_client.hpp"
+#include "gpunode/image_archive.hpp"
+#include "gpunode/images_lock.hpp"
+#include "stages/stages.hpp"
+
+namespace gpunode {
+namespace {
+
+using std::chrono::milliseconds;
+
+// ctr answers in milliseconds; an import of a large image takes seconds.
+constexpr milliseconds kQueryTimeout = std::chrono::minutes(1);
+constexpr milliseconds kImportTimeout = std::chrono::minutes(10);
+
+std::string short_digest(const std::string& d) {
+  return d.size() > 19 ? d.substr(0, 19) : d;
+}
+
+std::string repo_of(const std::string& ref) {
+  const std::size_t slash = ref.rfind('/');
+  const std::size_t colon = ref.rfind(':');
+  if (colon != std::string::npos &&
+      (slash == std::string::npos || colon > slash)) {
+    return ref.substr(0, colon);
+  }
+  return ref;
+}
+
+std::string no_archive_fix(const std::string& ref) {
+  return "gpunode install --image-archive /path/to/the/archive (an OCI or "
+         "docker archive of " +
+         ref +
+         ", e.g. from the bundle on the USB stick); this node cannot pull it";
+}
+
+class ImageStage : public Stage {
+ public:
+  std::string_view name() const override { return "image"; }
+  std::string_view layer() const override { return "device plugin image"; }
+
+  std::string inputs(Context& ctx) const override {
+    std::string text =
+        "ref=" + ctx.opts.image_ref + "\nplatform=" + host_platform() + "\n";
+    if (ctx.opts.image_archive) {
+      // Size and mtime stand for the content: hashing a large archive just to
+      // describe the inputs would double the work of every run.
+      struct stat st {};
+      ::stat(ctx.opts.image_archive->c_str(), &st);
+      text += "archive=" + *ctx.opts.image_archive +
+              " size=" + std::to_string(st.st_size) +
+              " mtime=" + std::to_string(st.st_mtime) + "\n";
+    }
+    return text;
+  }
+
+  Check check(Context& ctx) override {
+    const std::string& ref = ctx.opts.image_ref;
+    CtrClient ctr(ctx.host.proc(), std::min(kQueryTimeout, ctx.time_left()));
+    std::optional<ImageArchiveInfo> archive;
+    std::vector<std::string> warnings;
+    if (ctx.opts.image_archive) {
+      auto peek = peek_image_archive(*ctx.opts.image_archive, ref);
+      if (!peek) {
+        // The quick read skips data, so a truncated or damaged archive can
+        // look like one that merely lacks its index: the full verification
+        // names the real problem.
+        auto verified =
+            verify_image_archive(*ctx.opts.image_archive, ref, host_platform());
+        if (!verified) peek = verified.error();
+        Check c = blocked("image.archive-invalid", peek.error().message,
+                          peek.error().fix, peek.error().exit);
+        return c;
+      }
+      archive = *peek;
+      const LockedImage& locked = locked_device_plugin_image();
+      if (ref == locked.ref && !locked.digest.empty() &&
+          archive->format == ImageArchiveInfo::Format::kOciLayout &&
+          archive->target_digest != locked.digest) {
+        warnings.push_back(
+            "the archive's " + ref + " is " + archive->target_digest +
+            ", not the upstream release's " + locked.digest +
+            " (images/images.lock): a re-export or another build");
+      }
+    }
+    auto found = ctr.find(ref);
+    if (!found)
+      return blocked("image.containerd-unreachable", found.error().message,
+                     found.error().fix, found.error().exit);
+    Check c = judge(ctx, ctr, ref, *found, archive);
+    c.warnings.insert(c.warnings.end(), warnings.begin(), warnings.end());
+    return c;
+  }
+
+  Result<void> apply(Context& ctx, const Check& needed) override {
+    const std::string& ref = ctx.opts.image_ref;
+    CtrClient query(ctx.host.proc(), std::min(kQueryTimeout, ctx.time_left()));
+    if (needed.code == "image.unpinned") return query.pin(ref);
+
+    const std::string& path = *ctx.opts.image_archive;
+    // Everything is verified before containerd sees a byte: a bad archive
+    // leaves the content store exactly as it was.
+    auto info = verify_image_archive(path, ref, host_platform());
+    if (!info) return info.error();
+
+    CtrClient importer(ctx.host.proc(),
+                       std::min(kImportTimeout, ctx.time_left()));
+    Result<void> imported = Result<void>();
+    if (info->compressed) {
+      // ctr reads only plain tars: decompress on the fly, no temporary copy.
+      DecompressedStream stream(path);
+      imported = importer.import_stream([&stream] { return stream.next(); },
+                                        repo_of(ref));
+    } else {
+      imported = importer.import_file(path, repo_of(ref));
+    }
+    if (!imported) {
+      // A failed ctr import can leave a record behind, and for docker
+      // archives `images check` may even call it complete: drop it, so
+      // nothing half-imported claims the name. The next run imports again.
+      remove_record(query, ref);
+      return imported.error();
+    }
+    auto record = query.find(ref);
+    if (!record) return record.error();
+    if (!*record) {
+      return Error{
+          ExitCode::kBlocked, "image",
+          "k3s ctr images import finished but " + ref + " is not in containerd",
+          "check that the archive names the image " + ref};
+    }
+    auto identity = identity_of(query, **record, info->format);
+    if (!identity) return identity.error();
+    if (*identity != info->target_digest) {
+      remove_if_broken(query, ref);
+      return Error{ExitCode::kIntegrity, "image",
+                   "containerd holds " + ref + " as " + *identity +
+                       " after the import, but the verified archive has " +
+                       info->target_digest,
+                   "rerun gpunode install; if it repeats, remove the image "
+                   "(sudo k3s ctr -n k8s.io images rm " +
+                       ref + ") and rerun"};
+    }
+    auto complete = query.completeness(ref);
+    if (!complete) return complete.error();
+    if (!complete->complete) {
+      remove_if_broken(query, ref);
+      return Error{ExitCode::kIntegrity, "image",
+                   ref + " was imported but is incomplete in containerd (" +
+                       complete->status + "); the record was removed",
+                   "rerun gpunode install with a good archive"};
+    }
+    return query.pin(ref);
+  }
+
+ private:
+  // Compares what containerd holds with what is wanted.
+  Check judge(Context& ctx, CtrClient& ctr, const std::string& ref,
+              const std::optional<ImageRecord>& record,
+              const std::optional<ImageArchiveInfo>& archive) {
+    const std::string archive_path = ctx.opts.image_archive.value_or("");
+    if (!record) {
+      if (!archive) {
+        return blocked(
+            "image.missing",
+            ref + " is not in k3s's containerd, and no image archive was given",
+            no_archive_fix(ref));
+      }
+      return needed(
+          "image.missing", ref + " is not in k3s's containerd",
+          "verify " + archive_path + " and import " + ref + ", then pin it");
+    }
+    auto complete = ctr.completeness(ref);
+    if (!complete) {
+      return blocked("image.containerd-unreachable", complete.error().message,
+                     complete.error().fix, complete.error().exit);
+    }
+    std::string differs;
+    if (archive) {
+      auto identity = identity_of(ctr, *record, archive->format);
+      if (!identity) {
+        return blocked("image.containerd-unreachable", identity.error().message,
+                       identity.error().fix, identity.error().exit);
+      }
+      if (*identity != archive->target_digest) {
+        differs = "containerd holds " + short_digest(*identity) +
+                  ", the archive has " + short_digest(archive->target_digest);
+      }
+    }
+    std::string problem = !differs.empty()      ? differs
+                          : !complete->complete ? "incomplete in containerd (" +
+                                                      complete->status + ")"
+                          : !complete->unpacked ? "not unpacked for this node"
+                                                : "";
+    if (!problem.empty()) {
+      if (!archive) {
+        return blocked("image.broken", ref + " is in containerd but " + problem,
+                       no_archive_fix(ref));
+      }
+      return needed(
+          "image.stale", ref + ": " + problem,
+          "verify " + archive_path + " and import it again, then pin it");
+    }
+    const std::string summary = ref + " (" + short_digest(record->digest) +
+                                ") is in k3s's containerd, complete";
+    if (!record->has_label(kPinnedLabel, "pinned")) {
+      return needed("image.unpinned", summary + ", not pinned",
+                    "pin it (" + std::string(kPinnedLabel) +
+                        "=pinned) so kubelet's image garbage collection never "
+                        "deletes it");
+    }
+    Check c = satisfied("image.ok", summary + ", pinned");
+    c.details.push_back("digest " + record->digest);
+    if (record->has_label(kK3sPinnedLabel, "pinned")) {
+      c.warnings.push_back(
+          "k3s imported this image from /var/lib/rancher/k3s/agent/images/ and "
+          "owns its pin: "
+          "it removes the pin at every start and restores it only while the "
+          "archive stays in "
+          "that folder (and, with .cache.json, not for unchanged files: "
+          "k3s-io/k3s#14265)");
+    }
+    return c;
+  }
+
+  // For docker archives ctr writes a manifest of its own; the config digest
+  // is the identity both sides share.
+  static Result<std::string> identity_of(CtrClient& ctr,
+                                         const ImageRecord& record,
+                                         ImageArchiveInfo::Format format) {
+    if (format == ImageArchiveInfo::Format::kOciLayout) return record.digest;
+    auto manifest = ctr.content(record.digest);
+    if (!manifest) return manifest.error();
+    auto j = nlohmann::json::parse(*manifest, nullptr, false);
+    if (j.is_discarded() || !j.contains("config") || !j["config"].is_object()) {
+      return std::string(
+          record.digest);  // an index: not what a docker archive makes
+    }
+    return j["config"].value("digest", record.digest);
+  }
+
+  // "Nothing half-imported left claiming to be complete": a failed import
+  // can still leave an image record behind (FACTS.md), so drop it if it is
+  // not complete. A complete one stays; the next check judges it.
+  static void remove_if_broken(CtrClient& ctr, const std::string& ref) {
+    auto complete = ctr.completeness(ref);
+    if (complete && complete->complete) return;
+    remove_record(ctr, ref);
+  }
+
+  static void remove_record(CtrClient& ctr, const std::string& ref) {
+    auto found = ctr.find(ref);
+    if (found && *found) (void)ctr.remove(ref);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_image_stage() {
+  return std::make_unique<ImageStage>();
+}
+
+}  // namespace gpunode
