@@ -129,3 +129,24 @@ TEST_CASE("each bad flag value is refused naming the flag", "[flags]") {
     expect_usage(v, "--min-driver");
   }
 }
+
+TEST_CASE("the image flags default to images.lock and check the archive path",
+          "[flags]") {
+  FlagValues v = base();
+  auto o = validate_flags(v);
+  REQUIRE(o);
+  CHECK(o->image_ref == "nvcr.io/nvidia/k8s-device-plugin:v0.19.3");
+  CHECK_FALSE(o->image_archive);
+  SECTION("missing archive") {
+    v.image_archive = "/nonexistent/dp.tar";
+    expect_usage(v, "--image-archive");
+  }
+  SECTION("a directory is not an archive") {
+    v.image_archive = "/tmp";
+    expect_usage(v, "--image-archive");
+  }
+  SECTION("a bare name is not a reference") {
+    v.image_ref = "device-plugin";
+    expect_usage(v, "--image-ref");
+  }
+}

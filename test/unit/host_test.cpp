@@ -102,23 +102,26 @@ TEST_CASE("standard input can be streamed to a program", "[host]") {
   using namespace std::chrono_literals;
   std::string big(3 * 1024 * 1024, 'x');  // larger than any pipe buffer
   int calls = 0;
-  auto r = proc->run_with_input({"wc", "-c"}, 20s, [&]() -> Result<std::string_view> {
-    return ++calls == 1 ? std::string_view(big) : std::string_view();
-  });
+  auto r = proc->run_with_input(
+      {"wc", "-c"}, 20s, [&]() -> Result<std::string_view> {
+        return ++calls == 1 ? std::string_view(big) : std::string_view();
+      });
   CHECK(r.succeeded());
   CHECK(r.out == std::to_string(big.size()) + "\n");
 
   // A program that stops reading early does not hang or kill us.
-  auto early = proc->run_with_input({"head", "-c", "10"}, 20s, [&]() -> Result<std::string_view> {
-    return std::string_view(big);  // never ends by itself
-  });
+  auto early = proc->run_with_input(
+      {"head", "-c", "10"}, 20s, [&]() -> Result<std::string_view> {
+        return std::string_view(big);  // never ends by itself
+      });
   CHECK(early.exit_code == 0);
   CHECK(early.out == std::string(10, 'x'));
 
   // A failing source stops the program and says why.
-  auto failed = proc->run_with_input({"cat"}, 20s, []() -> Result<std::string_view> {
-    return Error{ExitCode::kIntegrity, "image", "USB stick pulled", {}};
-  });
+  auto failed =
+      proc->run_with_input({"cat"}, 20s, []() -> Result<std::string_view> {
+        return Error{ExitCode::kIntegrity, "image", "USB stick pulled", {}};
+      });
   CHECK_FALSE(failed.succeeded());
   REQUIRE(failed.input_error);
   CHECK(failed.input_error->message == "USB stick pulled");
