@@ -14,7 +14,11 @@ StageList make_pipeline() {
   stages.push_back(make_driver_stage());
   stages.push_back(make_toolkit_stage());
   stages.push_back(make_handler_stage());
+  stages.push_back(make_runtimeclass_stage());
   stages.push_back(make_image_stage());
+  stages.push_back(make_plugin_stage());
+  stages.push_back(make_allocatable_stage());
+  stages.push_back(make_smoke_stage());
   return stages;
 }
 

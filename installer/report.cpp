@@ -122,6 +122,13 @@ void Reporter::would_apply(const Stage& stage, const Check& c) {
   emit_json(stage_json(stage, c, "would-apply").dump());
   stage_line(stage.name(), "would", kYellow,
              c.action + "  (" + c.summary + ")");
+  if (details_) {
+    for (const auto& d : c.details)
+      err_ << paint(kDim, "               - " + d) << '\n';
+  }
+  for (const auto& w : c.warnings) {
+    err_ << "               " << paint(kYellow, "warning: ") << w << '\n';
+  }
 }
 
 void Reporter::skipped(std::string_view stage, const std::string& why) {

@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <map>
+
 #include "gpunode/journal.hpp"
 #include "gpunode/run_lock.hpp"
 
@@ -104,9 +106,18 @@ class Run {
       const std::string started = iso8601_utc(host_.clock().now());
       Check c = stage->check(ctx_);
 
-      if (c.status == CheckStatus::kNeeded && !mutating_) {
+      // status goes on past a blocked layer; several layers above it often
+      // share its cause (no kubeconfig, API down): say it once.
+      auto same = c.status == CheckStatus::kBlocked ? reported_.find(c.summary)
+                                                    : reported_.end();
+      if (same != reported_.end()) {
+        report_.skipped(
+            name, "blocked by the same problem as [" + same->second + "]");
+      } else if (c.status == CheckStatus::kNeeded && !mutating_) {
         report_.would_apply(*stage, c);
       } else {
+        if (c.status == CheckStatus::kBlocked)
+          reported_.emplace(c.summary, name);
         report_.check(*stage, c);
       }
       if (mode_ == RunMode::kStatus) show_history(name, digest);
@@ -302,6 +313,8 @@ class Run {
   std::vector<StageOutcome> outcomes_;
   ExitCode exit_ = ExitCode::kOk;
   std::string first_problem_;
+  std::map<std::string, std::string>
+      reported_;  // blocked summary -> first stage
 };
 
 }  // namespace

@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 build_packages=(g++ cmake ninja-build pkg-config
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libssl-dev libspdlog-dev
   libyaml-cpp-dev libarchive-dev libcurl4-openssl-dev catch2
-  containerd)
+  containerd
+  python3-yaml openssl)  # the simulated k3s node (test/sim/k3s_sim.py)
 
 missing=()
 for p in "${build_packages[@]}"; do

@@ -16,5 +16,6 @@ struct LockedImage {
 // Throws nothing: a broken lock file fails the build's tests, and the
 // accessor then returns the built-in fallback below.
 const LockedImage& locked_device_plugin_image();
+const LockedImage& locked_cuda_sample_image();
 
 }  // namespace gpunode

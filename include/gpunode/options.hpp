@@ -32,6 +32,9 @@ struct Options {
   // under --root) and the reference it must hold (images/images.lock).
   std::optional<std::string> image_archive;
   std::string image_ref;
+  bool replace_existing = false;  // remove another NVIDIA device plugin first
+  bool smoke = false;             // run a CUDA Pod at the end
+  std::string smoke_image;
 };
 
 const char* variant_name(Variant v);

@@ -23,6 +23,7 @@ struct Error {
   std::string layer;    // stage or subsystem, e.g. "handler", "journal"
   std::string message;  // what is wrong, in the operator's terms
   std::string fix;      // a command or step that fixes it; may be empty
+  int status = 0;       // the protocol status behind it (HTTP), 0 if none
 };
 
 inline Error usage_error(std::string message) {

@@ -17,6 +17,10 @@
 
 namespace gpunode {
 
+namespace kube {
+class Client;
+}
+
 enum class CheckStatus { kSatisfied, kNeeded, kBlocked };
 const char* check_status_name(CheckStatus s);
 
@@ -40,6 +44,9 @@ Check blocked(std::string code, std::string summary, std::string fix,
 // back to finding the fact itself when the producing stage was skipped.
 struct Facts {
   std::optional<GpuInventory> gpus;
+  std::shared_ptr<kube::Client>
+      kube;                         // one connection per run (kube/cluster.hpp)
+  std::optional<std::string> node;  // this host's Kubernetes node name
 };
 
 struct Context {

@@ -33,6 +33,7 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   register_install(app, io);
   register_plan(app, io);
   register_status(app, io);
+  register_uninstall(app, io);
   register_version(app, io);
   try {
     app.parse(argc, argv);

@@ -19,6 +19,7 @@ struct CommandIo {
 void register_install(CLI::App& app, CommandIo& io);
 void register_plan(CLI::App& app, CommandIo& io);
 void register_status(CLI::App& app, CommandIo& io);
+void register_uninstall(CLI::App& app, CommandIo& io);
 void register_version(CLI::App& app, CommandIo& io);
 
 // Shared by install, plan and status: validate, build the real host, run the

@@ -88,6 +88,7 @@ Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
 }
 
 void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
+  // Where: every command.
   cmd->add_option("--root", v.root,
                   "Directory that stands for the host's / (every host path is "
                   "read under it); "
@@ -97,49 +98,73 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
          "--state-dir", v.state_dir,
          "Where the journal and lock live, as a host path under --root")
       ->capture_default_str();
-  cmd->add_option("--node", v.node,
-                  "Kubernetes node name of this host (default: node-name from "
-                  "/etc/rancher/k3s/config.yaml, else the host name)");
-  cmd->add_option("--kubeconfig", v.kubeconfig,
-                  "Kubeconfig used to reach the cluster")
+  cmd->add_option(
+         "--kubeconfig", v.kubeconfig,
+         "Kubeconfig used to reach the cluster (a host path, under --root)")
       ->capture_default_str();
-  cmd->add_option("--variant", v.variant,
-                  "Device plugin manifest: 'default' (one slot per GPU) or "
-                  "'time-slicing' "
-                  "(--replicas slots per GPU)")
-      ->capture_default_str();
-  cmd->add_option("--replicas", v.replicas,
-                  "Time-slicing slots per GPU (>= 2; default 8). Only with "
-                  "--variant time-slicing");
-  cmd->add_flag("--rename-shared", v.rename_shared,
-                "Advertise nvidia.com/gpu.shared instead of nvidia.com/gpu "
-                "(time-slicing only)");
   cmd->add_option("--timeout", v.timeout,
                   "Give up after this long, e.g. 10m, 90s, 1h30m")
       ->capture_default_str();
-  cmd->add_option("--only", v.only, "Run only these stages (comma-separated)")
-      ->delimiter(',');
-  cmd->add_option("--skip", v.skip, "Skip these stages (comma-separated)")
-      ->delimiter(',');
-  cmd->add_option("--min-driver", v.min_driver,
-                  "Lowest acceptable NVIDIA driver version, e.g. 550.54.15");
-  cmd->add_option(
-      "--image-archive", v.image_archive,
-      "Device plugin image archive to import (OCI layout or docker archive "
-      "tar, "
-      "optionally .gz/.zst), e.g. from the bundle on the USB stick");
   cmd->add_option("--image-ref", v.image_ref,
-                  "Image reference the archive must hold (default: " +
+                  "Device plugin image reference (default: " +
                       locked_device_plugin_image().ref +
                       ", from images/images.lock)");
-  if (set == FlagSet::kInstall) {
+  if (set != FlagSet::kUninstall) {
+    // What: the layers and how the GPUs are advertised.
+    cmd->add_option(
+        "--node", v.node,
+        "Kubernetes node name of this host (default: node-name from "
+        "/etc/rancher/k3s/config.yaml, else the host name)");
+    cmd->add_option("--variant", v.variant,
+                    "Device plugin manifest: 'default' (one slot per GPU) or "
+                    "'time-slicing' "
+                    "(--replicas slots per GPU)")
+        ->capture_default_str();
+    cmd->add_option(
+        "--replicas", v.replicas,
+        "Time-slicing slots per GPU (>= 2; default 8). Only with --variant "
+        "time-slicing");
     cmd->add_flag(
-        "--restart-k3s", v.restart_k3s,
-        "Restart k3s (or k3s-agent) when containerd lacks the nvidia runtime "
-        "although the toolkit is installed, and wait for the new config");
+        "--rename-shared", v.rename_shared,
+        "Advertise nvidia.com/gpu.shared instead of nvidia.com/gpu "
+        "(time-slicing "
+        "only); the platform then needs GEO_MLOPS_SERVING_GPU_RESOURCE");
+    cmd->add_option("--only", v.only, "Run only these stages (comma-separated)")
+        ->delimiter(',');
+    cmd->add_option("--skip", v.skip, "Skip these stages (comma-separated)")
+        ->delimiter(',');
+    cmd->add_option("--min-driver", v.min_driver,
+                    "Lowest acceptable NVIDIA driver version, e.g. 550.54.15");
+    cmd->add_option(
+        "--image-archive", v.image_archive,
+        "Device plugin image archive to import (OCI layout or docker archive "
+        "tar, "
+        "optionally .gz/.zst), e.g. from the bundle on the USB stick");
+    cmd->add_flag("--replace-existing", v.replace_existing,
+                  "Remove another NVIDIA device plugin DaemonSet (e.g. a Helm "
+                  "release) before "
+                  "installing this one; without it gpunode refuses to install "
+                  "a second plugin");
+  }
+  if (set == FlagSet::kInstall || set == FlagSet::kPlan) {
+    cmd->add_flag("--smoke", v.smoke,
+                  "Finally run a CUDA Pod (runtimeClassName nvidia, one GPU "
+                  "slot) and require "
+                  "\"Test PASSED\" in its log");
+    cmd->add_option(
+        "--smoke-image", v.smoke_image,
+        "Image for --smoke, already in k3s's containerd (default: " +
+            locked_cuda_sample_image().ref + ")");
+  }
+  if (set == FlagSet::kInstall) {
+    cmd->add_flag("--restart-k3s", v.restart_k3s,
+                  "Restart k3s (or k3s-agent) when containerd lacks the nvidia "
+                  "runtime although "
+                  "the toolkit is installed, and wait for the new config");
     cmd->add_flag("--dry-run", v.dry_run,
                   "Check everything, change nothing (same as 'plan')");
   }
+  // How: output.
   cmd->add_flag(
       "--json", v.json,
       "One JSON object per line on stdout; human text stays on stderr");
@@ -247,6 +272,10 @@ Result<Options> validate_flags(const FlagValues& v) {
         "--image-ref: '" + o.image_ref +
         "' is not a full image reference such as registry/repo/name:tag");
   }
+  o.replace_existing = v.replace_existing;
+  o.smoke = v.smoke;
+  o.smoke_image =
+      v.smoke_image.empty() ? locked_cuda_sample_image().ref : v.smoke_image;
   o.only = v.only;
   o.skip = v.skip;
   o.restart_k3s = v.restart_k3s;

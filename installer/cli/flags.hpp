@@ -31,9 +31,12 @@ struct FlagValues {
   std::string min_driver;
   std::string image_archive;
   std::string image_ref;
+  bool replace_existing = false;
+  bool smoke = false;
+  std::string smoke_image;
 };
 
-enum class FlagSet { kInstall, kPlan, kStatus };
+enum class FlagSet { kInstall, kPlan, kStatus, kUninstall };
 
 void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set);
 Result<Options> validate_flags(const FlagValues& v);

@@ -2,6 +2,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "cli/commands.hpp"
 #include "gpunode/pipeline.hpp"
 #include "gpunode/system_host.hpp"
@@ -23,7 +25,14 @@ int run_stage_command(RunMode mode, const FlagValues& flags, CommandIo& io) {
   spdlog::set_level(options->verbosity >= 2 ? spdlog::level::debug
                                             : spdlog::level::warn);
 
-  auto stages = select_stages(make_pipeline(), options->only, options->skip);
+  // The smoke Pod runs only when asked for (--smoke, or --only smoke), and
+  // never from status, which changes nothing.
+  std::vector<std::string> skip = options->skip;
+  const bool smoke_named = std::find(options->only.begin(), options->only.end(),
+                                     "smoke") != options->only.end();
+  if (mode == RunMode::kStatus || (!options->smoke && !smoke_named))
+    skip.push_back("smoke");
+  auto stages = select_stages(make_pipeline(), options->only, skip);
   if (!stages) {
     report.error(stages.error());
     return static_cast<int>(ExitCode::kUsage);

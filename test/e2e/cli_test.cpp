@@ -11,7 +11,9 @@ TEST_CASE("version prints the version and the stage list", "[cli]") {
   Run r = run_gpunode({"version"});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::StartsWith("gpunode "));
-  CHECK_THAT(r.out, Catch::Contains("preflight driver toolkit handler image"));
+  CHECK_THAT(r.out,
+             Catch::Contains("preflight driver toolkit handler runtimeclass "
+                             "image plugin allocatable smoke"));
 }
 
 TEST_CASE("help answers with exit 0 and lists the exit codes", "[cli]") {

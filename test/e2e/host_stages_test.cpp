@@ -110,16 +110,17 @@ TEST_CASE(
   const std::string log = t.path() + "/systemctl.log";
   std::vector<std::string> env{"GPUNODE_SIM_ROOT=" + root,
                                "GPUNODE_SIM_SYSTEMCTL_LOG=" + log};
-  Run r = run_gpunode(
-      {"install", "--root", root, "--restart-k3s", "--json", "--skip", "image"},
-      env);
+  Run r = run_gpunode({"install", "--root", root, "--restart-k3s", "--json",
+                       "--only", "preflight,driver,toolkit,handler"},
+                      env);
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(stage_event(json_lines(r.out), "handler").empty() == false);
   CHECK(gpunode::test::read_text(log) == "restart k3s\n");
   // A rerun finds everything in place and restarts nothing.
-  Run again = run_gpunode(
-      {"install", "--root", root, "--restart-k3s", "--skip", "image"}, env);
+  Run again = run_gpunode({"install", "--root", root, "--restart-k3s", "--only",
+                           "preflight,driver,toolkit,handler"},
+                          env);
   CHECK(again.exit_code == 0);
   CHECK(gpunode::test::read_text(log) == "restart k3s\n");
 }
@@ -202,8 +203,9 @@ TEST_CASE(
   const std::string root = t.path() + "/node";
   make_host_tree(root, "good-v3");
   // The first run hangs in nvidia-smi while holding the lock.
-  Background first({GPUNODE_BINARY, "install", "--root", root},
-                   {"GPUNODE_SIM_GPU_MODE=hang"});
+  Background first(
+      {GPUNODE_BINARY, "install", "--root", root, "--only", "preflight,driver"},
+      {"GPUNODE_SIM_GPU_MODE=hang"});
   for (int i = 0;
        i < 500 && first.err_so_far().find("[preflight]") == std::string::npos;
        ++i) {
@@ -218,7 +220,8 @@ TEST_CASE(
   first.wait();
   // The kernel released the dead run's lock: the next run works and says
   // that the previous one did not finish.
-  Run third = run_gpunode({"install", "--root", root, "--skip", "image"});
+  Run third = run_gpunode({"install", "--root", root, "--only",
+                           "preflight,driver,toolkit,handler"});
   CHECK(third.exit_code == 0);
   CHECK_THAT(third.err, Catch::Contains("did not finish"));
 }

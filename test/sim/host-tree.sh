@@ -36,6 +36,8 @@ k3s() {
   mkdir -p "$dir/etc/systemd/system" "$dir/etc/rancher/k3s"
   printf '[Unit]\nDescription=Lightweight Kubernetes (simulated)\n[Service]\nExecStart=/usr/local/bin/k3s %s\n' \
     "$([ "$unit" = k3s ] && echo server || echo agent)" >"$dir/etc/systemd/system/$unit.service"
+  # The name k3s registers the node as; the simulated cluster uses it too.
+  printf 'node-name: gpu-node-1\nwrite-kubeconfig-mode: "0600"\n' >"$dir/etc/rancher/k3s/config.yaml"
 }
 config() { mkdir -p "$cdir"; cp "$fixtures/containerd/$1" "$cdir/config.toml"; }
 

@@ -13,9 +13,10 @@ std::vector<std::string> names(const StageList& l) {
 }  // namespace
 
 TEST_CASE("the pipeline runs the layers bottom-up", "[pipeline]") {
-  CHECK(pipeline_stage_names() == std::vector<std::string>{"preflight",
-                                                           "driver", "toolkit",
-                                                           "handler", "image"});
+  CHECK(pipeline_stage_names() ==
+        std::vector<std::string>{"preflight", "driver", "toolkit", "handler",
+                                 "runtimeclass", "image", "plugin",
+                                 "allocatable", "smoke"});
 }
 
 TEST_CASE("stage selection with --only and --skip keep the pipeline's order",
@@ -25,7 +26,9 @@ TEST_CASE("stage selection with --only and --skip keep the pipeline's order",
   CHECK(names(*r) == std::vector<std::string>{"driver", "handler"});
   auto s = select_stages(make_pipeline(), {}, {"preflight", "toolkit"});
   REQUIRE(s);
-  CHECK(names(*s) == std::vector<std::string>{"driver", "handler", "image"});
+  CHECK(names(*s) == std::vector<std::string>{"driver", "handler",
+                                              "runtimeclass", "image", "plugin",
+                                              "allocatable", "smoke"});
 }
 
 TEST_CASE("an unknown stage name is a usage error listing the stages",
@@ -35,8 +38,10 @@ TEST_CASE("an unknown stage name is a usage error listing the stages",
   CHECK(r.error().exit == ExitCode::kUsage);
   CHECK_THAT(r.error().message,
              Catch::Contains("--only: unknown stage 'drivers'"));
-  CHECK_THAT(r.error().message,
-             Catch::Contains("preflight, driver, toolkit, handler, image"));
+  CHECK_THAT(
+      r.error().message,
+      Catch::Contains("preflight, driver, toolkit, handler, runtimeclass, "
+                      "image, plugin, allocatable, smoke"));
   auto s = select_stages(make_pipeline(), {}, {"nope"});
   REQUIRE_FALSE(s);
   CHECK_THAT(s.error().message,

@@ -1,0 +1,37 @@
+#include <unistd.h>
+
+#include "cli/commands.hpp"
+#include "gpunode/system_host.hpp"
+#include "gpunode/uninstall.hpp"
+
+namespace gpunode {
+
+void register_uninstall(CLI::App& app, CommandIo& io) {
+  auto flags = std::make_shared<FlagValues>();
+  auto keep_image = std::make_shared<bool>(false);
+  CLI::App* cmd =
+      app.add_subcommand("uninstall",
+                         "Remove what gpunode installed: the device plugin "
+                         "DaemonSet and ConfigMap, the "
+                         "RuntimeClass if gpunode created it, and the device "
+                         "plugin image (unless --keep-image). "
+                         "Leaves the driver, the toolkit and k3s alone.");
+  add_flags(cmd, *flags, FlagSet::kUninstall);
+  cmd->add_flag("--keep-image", *keep_image,
+                "Keep the device plugin image in containerd");
+  cmd->callback([flags, keep_image, &io]() {
+    auto options = validate_flags(*flags);
+    Reporter report(io.out, io.err, flags->json,
+                    Reporter::want_color(!flags->no_color, STDERR_FILENO));
+    if (!options) {
+      report.error(options.error());
+      io.exit_code = static_cast<int>(ExitCode::kUsage);
+      return;
+    }
+    auto host = make_system_host(options->root);
+    io.exit_code =
+        static_cast<int>(run_uninstall(*host, *options, *keep_image, report));
+  });
+}
+
+}  // namespace gpunode

@@ -1,0 +1,434 @@
+// Kubeconfig loading. yaml-cpp reports problems by throwing; everything
+// here catches at the call into yaml-cpp and turns it into an Error naming
+// the file and the key, so the operator can fix the file without guessing.
+#include <yaml-cpp/yaml.h>
+
+#include <array>
+#include <cctype>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpunode/kube.hpp"
+
+namespace gpunode::kube {
+namespace {
+
+// A kubeconfig with embedded certificates is a few KiB; anything near this
+// size is not one, and reading it whole would only waste memory.
+constexpr std::size_t kMaxKubeconfigBytes = 1 << 20;
+constexpr std::size_t kMaxReferencedFileBytes = 1 << 20;
+
+using ReadFile = std::function<Result<std::string>(const std::string&)>;
+
+Error malformed(const std::string& source, const std::string& what,
+                std::string fix = {}) {
+  return Error{ExitCode::kUsage, "kubeconfig", source + ": " + what,
+               std::move(fix)};
+}
+
+// Strict RFC 4648 base64 (the encoding kubectl and k3s write). Whitespace is
+// skipped because YAML block scalars may wrap long values; anything else
+// outside the alphabet, or bad padding, is an error rather than a guess.
+std::optional<std::string> decode_base64(const std::string& in) {
+  std::array<int, 256> value;
+  value.fill(-1);
+  const char* alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (int i = 0; i < 64; ++i)
+    value[static_cast<unsigned char>(alphabet[i])] = i;
+
+  std::string clean;
+  clean.reserve(in.size());
+  for (char c : in) {
+    if (!std::isspace(static_cast<unsigned char>(c))) clean.push_back(c);
+  }
+  if (clean.empty() || clean.size() % 4 != 0) return std::nullopt;
+
+  std::string out;
+  out.reserve(clean.size() / 4 * 3);
+  for (std::size_t i = 0; i < clean.size(); i += 4) {
+    const bool last = i + 4 == clean.size();
+    int pad = 0;
+    std::uint32_t group = 0;
+    for (std::size_t j = 0; j < 4; ++j) {
+      const char c = clean[i + j];
+      if (c == '=') {
+        // Padding only at the end of the last group, at most two.
+        if (!last || j < 2) return std::nullopt;
+        ++pad;
+        group <<= 6;
+        continue;
+      }
+      if (pad > 0) return std::nullopt;  // data after padding
+      const int v = value[static_cast<unsigned char>(c)];
+      if (v < 0) return std::nullopt;
+      group = (group << 6) | static_cast<std::uint32_t>(v);
+    }
+    out.push_back(static_cast<char>((group >> 16) & 0xff));
+    if (pad < 2) out.push_back(static_cast<char>((group >> 8) & 0xff));
+    if (pad < 1) out.push_back(static_cast<char>(group & 0xff));
+  }
+  return out;
+}
+
+enum class PemKind { kCertificate, kPrivateKey };
+
+// A cheap structural check, so that a kubeconfig holding e.g. a DER file or
+// a base64-of-base64 value is named here, at the key that holds it, instead
+// of later as an opaque TLS error. connect() parses the real thing.
+std::optional<std::string> pem_problem(const std::string& text, PemKind kind) {
+  const bool begin = text.find("-----BEGIN ") != std::string::npos;
+  const bool end = text.find("-----END ") != std::string::npos;
+  if (!begin || !end) {
+    return kind == PemKind::kCertificate
+               ? "is not a PEM certificate (no -----BEGIN CERTIFICATE----- "
+                 "block)"
+               : "is not a PEM private key (no -----BEGIN ... PRIVATE "
+                 "KEY----- block)";
+  }
+  if (kind == PemKind::kCertificate) {
+    if (text.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+      return "is PEM but holds no certificate (no -----BEGIN "
+             "CERTIFICATE----- block)";
+    }
+    return std::nullopt;
+  }
+  if (text.find("-----BEGIN ENCRYPTED PRIVATE KEY-----") != std::string::npos ||
+      text.find("Proc-Type: 4,ENCRYPTED") != std::string::npos) {
+    return "is an encrypted private key; gpunode cannot ask for a passphrase";
+  }
+  if (text.find("PRIVATE KEY-----") == std::string::npos) {
+    return "is PEM but holds no private key (no -----BEGIN ... PRIVATE "
+           "KEY----- block)";
+  }
+  return std::nullopt;
+}
+
+// Relative file references in a kubeconfig are relative to the folder the
+// kubeconfig is in (kubectl's rule), not to the working directory.
+std::string resolve_relative(const std::string& source,
+                             const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  const auto slash = source.rfind('/');
+  if (slash == std::string::npos) return path;
+  return source.substr(0, slash + 1) + path;
+}
+
+// One kubeconfig parse, with the state every helper needs for messages.
+class Parser {
+ public:
+  Parser(const std::string& source, const ReadFile& read_file)
+      : source_(source), read_file_(read_file) {}
+
+  Result<Kubeconfig> parse(const YAML::Node& root);
+
+ private:
+  // The scalar at map[key] as a string; nullopt when absent or null.
+  Result<std::optional<std::string>> scalar(const YAML::Node& map,
+                                            const std::string& where,
+                                            const std::string& key) const {
+    const YAML::Node node = map[key];
+    if (!node.IsDefined() || node.IsNull()) return std::optional<std::string>{};
+    if (!node.IsScalar()) {
+      return malformed(source_, where + "." + key + " is not a string");
+    }
+    return std::optional<std::string>(node.as<std::string>());
+  }
+
+  // The entry `name` of a named list (clusters, users, contexts), i.e. the
+  // map under entry[inner].
+  Result<YAML::Node> named(const YAML::Node& root, const std::string& list,
+                           const std::string& inner,
+                           const std::string& name) const {
+    const YAML::Node seq = root[list];
+    if (!seq.IsDefined() || seq.IsNull()) {
+      return malformed(source_, "has no " + list + " (needed for " + inner +
+                                    " \"" + name + "\")");
+    }
+    if (!seq.IsSequence()) return malformed(source_, list + " is not a list");
+    std::vector<std::string> names;
+    for (const auto& entry : seq) {
+      if (!entry.IsMap() || !entry["name"].IsScalar()) continue;
+      const std::string entry_name = entry["name"].as<std::string>();
+      if (entry_name != name) {
+        names.push_back(entry_name);
+        continue;
+      }
+      const YAML::Node body = entry[inner];
+      if (!body.IsMap()) {
+        return malformed(source_, list + "[" + name + "]." + inner +
+                                      " is missing or not a mapping");
+      }
+      return body;
+    }
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    return malformed(source_,
+                     inner + " \"" + name + "\" is not defined in " + list +
+                         (known.empty() ? "" : " (it has: " + known + ")"));
+  }
+
+  // Inline base64 data (`<key>-data`) or a file (`<key>`), data first as
+  // kubectl does. nullopt when neither is set.
+  Result<std::optional<std::string>> data_or_file(const YAML::Node& map,
+                                                  const std::string& where,
+                                                  const std::string& key,
+                                                  PemKind kind) const {
+    auto data = scalar(map, where, key + "-data");
+    if (!data) return data.error();
+    std::string pem;
+    std::string named_key;
+    if (*data && !(*data)->empty()) {
+      named_key = where + "." + key + "-data";
+      auto decoded = decode_base64(**data);
+      if (!decoded) {
+        return malformed(source_, named_key + " is not valid base64");
+      }
+      pem = std::move(*decoded);
+    } else {
+      auto file = scalar(map, where, key);
+      if (!file) return file.error();
+      if (!*file || (*file)->empty()) return std::optional<std::string>{};
+      named_key = where + "." + key;
+      const std::string path = resolve_relative(source_, **file);
+      auto text = read_file_(path);
+      if (!text) {
+        Error e = text.error();
+        e.layer = "kubeconfig";
+        e.message = source_ + ": " + named_key + ": " + e.message;
+        return e;
+      }
+      pem = std::move(*text);
+      named_key += " (" + path + ")";
+    }
+    if (auto problem = pem_problem(pem, kind)) {
+      return malformed(source_, named_key + " " + *problem);
+    }
+    return std::optional<std::string>(std::move(pem));
+  }
+
+  const std::string& source_;
+  const ReadFile& read_file_;
+};
+
+Result<Kubeconfig> Parser::parse(const YAML::Node& root) {
+  if (!root.IsMap()) {
+    return malformed(source_,
+                     "is not a kubeconfig (expected a YAML mapping with "
+                     "clusters, users and contexts)");
+  }
+  Kubeconfig config;
+  config.source = source_;
+
+  // The context: current-context, or the only one there is.
+  auto current = scalar(root, "", "current-context");
+  if (!current) return current.error();
+  if (*current && !(*current)->empty()) {
+    config.context = **current;
+  } else {
+    const YAML::Node contexts = root["contexts"];
+    if (contexts.IsSequence() && contexts.size() == 1 &&
+        contexts[0]["name"].IsScalar()) {
+      config.context = contexts[0]["name"].as<std::string>();
+    } else {
+      return malformed(source_,
+                       "current-context is not set and there is not exactly "
+                       "one context to use",
+                       "set current-context: NAME in " + source_);
+    }
+  }
+
+  auto context = named(root, "contexts", "context", config.context);
+  if (!context) return context.error();
+  const std::string context_where = "contexts[" + config.context + "].context";
+  auto cluster_name = scalar(*context, context_where, "cluster");
+  if (!cluster_name) return cluster_name.error();
+  if (!*cluster_name || (*cluster_name)->empty()) {
+    return malformed(source_, context_where + ".cluster is missing");
+  }
+  auto user_name = scalar(*context, context_where, "user");
+  if (!user_name) return user_name.error();
+  if (!*user_name || (*user_name)->empty()) {
+    return malformed(source_, context_where + ".user is missing");
+  }
+
+  // The cluster: where, and whom to trust.
+  auto cluster = named(root, "clusters", "cluster", **cluster_name);
+  if (!cluster) return cluster.error();
+  const std::string cw = "clusters[" + **cluster_name + "].cluster";
+  auto insecure = scalar(*cluster, cw, "insecure-skip-tls-verify");
+  if (!insecure) return insecure.error();
+  if (*insecure) {
+    bool skip = false;
+    if (!YAML::convert<bool>::decode((*cluster)["insecure-skip-tls-verify"],
+                                     skip)) {
+      return malformed(source_, cw + ".insecure-skip-tls-verify is not true "
+                                     "or false");
+    }
+    if (skip) {
+      return malformed(
+          source_,
+          cw + ".insecure-skip-tls-verify is true; gpunode always verifies "
+               "the API server's certificate and refuses to run without it",
+          "remove insecure-skip-tls-verify and set certificate-authority-data "
+          "(k3s's /etc/rancher/k3s/k3s.yaml has it)");
+    }
+  }
+  auto server = scalar(*cluster, cw, "server");
+  if (!server) return server.error();
+  if (!*server || (*server)->empty()) {
+    return malformed(source_, cw + ".server is missing");
+  }
+  config.server = **server;
+  while (config.server.size() > 8 && config.server.back() == '/') {
+    config.server.pop_back();
+  }
+  if (config.server.rfind("https://", 0) != 0) {
+    return malformed(source_, cw + ".server is \"" + config.server +
+                                  "\"; only https:// servers are supported "
+                                  "(the API server is always TLS)");
+  }
+  auto ca = data_or_file(*cluster, cw, "certificate-authority",
+                         PemKind::kCertificate);
+  if (!ca) return ca.error();
+  if (!*ca) {
+    return malformed(
+        source_,
+        cw + " has neither certificate-authority-data nor "
+             "certificate-authority; gpunode needs the CA to verify the API "
+             "server",
+        "use the kubeconfig k3s writes (/etc/rancher/k3s/k3s.yaml), which "
+        "embeds the CA");
+  }
+  config.ca_pem = std::move(**ca);
+
+  // The user: a client certificate (k3s's admin) and/or a bearer token.
+  auto user = named(root, "users", "user", **user_name);
+  if (!user) return user.error();
+  const std::string uw = "users[" + **user_name + "].user";
+  auto cert =
+      data_or_file(*user, uw, "client-certificate", PemKind::kCertificate);
+  if (!cert) return cert.error();
+  auto key = data_or_file(*user, uw, "client-key", PemKind::kPrivateKey);
+  if (!key) return key.error();
+  if (cert->has_value() != key->has_value()) {
+    return malformed(
+        source_,
+        uw + (cert->has_value() ? " has a client certificate but no client key "
+                                  "(client-key-data or client-key)"
+                                : " has a client key but no client certificate "
+                                  "(client-certificate-data or "
+                                  "client-certificate)"));
+  }
+  if (*cert) {
+    config.client_cert_pem = std::move(**cert);
+    config.client_key_pem = std::move(**key);
+  }
+
+  auto token = scalar(*user, uw, "token");
+  if (!token) return token.error();
+  if (*token && !(*token)->empty()) {
+    config.token = **token;
+  } else {
+    auto token_file = scalar(*user, uw, "tokenFile");
+    if (!token_file) return token_file.error();
+    if (*token_file && !(*token_file)->empty()) {
+      const std::string path = resolve_relative(source_, **token_file);
+      auto text = read_file_(path);
+      if (!text) {
+        Error e = text.error();
+        e.layer = "kubeconfig";
+        e.message = source_ + ": " + uw + ".tokenFile: " + e.message;
+        return e;
+      }
+      std::string t = std::move(*text);
+      while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) {
+        t.pop_back();
+      }
+      if (t.empty()) {
+        return malformed(source_, uw + ".tokenFile (" + path + ") is empty");
+      }
+      config.token = std::move(t);
+    }
+  }
+  // A newline or other control character in a token would end up in an
+  // HTTP header; refuse it instead of sending something odd.
+  for (char c : config.token) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return malformed(source_, uw + " token contains control characters");
+    }
+  }
+
+  if (config.client_cert_pem.empty() && config.token.empty()) {
+    std::string why = uw + " has no credentials gpunode can use";
+    if ((*user)["exec"].IsDefined() || (*user)["auth-provider"].IsDefined()) {
+      why += " (exec and auth-provider plugins are not supported)";
+    } else if ((*user)["username"].IsDefined()) {
+      why += " (basic auth is not supported)";
+    }
+    return malformed(source_, why,
+                     "use a kubeconfig with a client certificate "
+                     "(client-certificate-data and client-key-data, as in "
+                     "/etc/rancher/k3s/k3s.yaml) or a token");
+  }
+  return config;
+}
+
+}  // namespace
+
+Result<Kubeconfig> parse_kubeconfig(const std::string& yaml,
+                                    const std::string& source,
+                                    const ReadFile& read_file) {
+  try {
+    YAML::Node root;
+    try {
+      root = YAML::Load(yaml);
+    } catch (const YAML::ParserException& e) {
+      return malformed(source, "is not valid YAML: " + e.msg + " (line " +
+                                   std::to_string(e.mark.line + 1) + ")");
+    }
+    return Parser(source, read_file).parse(root);
+  } catch (const YAML::Exception& e) {
+    // A shape the checks above did not foresee (yaml-cpp throws on e.g. a
+    // scalar indexed like a map): still the file's fault, still named.
+    return malformed(source, "unexpected structure: " + e.msg);
+  }
+}
+
+Result<Kubeconfig> load_kubeconfig(const FileSystem& fs,
+                                   const std::string& host_path) {
+  const auto info = fs.stat(host_path);
+  if (!info) {
+    return Error{ExitCode::kBlocked, "kubeconfig",
+                 host_path + " does not exist",
+                 "k3s writes it when the server starts (sudo systemctl status "
+                 "k3s); an agent node has none: pass --kubeconfig with a "
+                 "kubeconfig copied from a server node"};
+  }
+  if (info->type == FileInfo::Type::kDirectory) {
+    return malformed(host_path, "is a directory, not a kubeconfig file");
+  }
+  if (info->type != FileInfo::Type::kRegular) {
+    return malformed(host_path, "is not a regular file");
+  }
+  if (info->size > kMaxKubeconfigBytes) {
+    return malformed(host_path, "is larger than " +
+                                    std::to_string(kMaxKubeconfigBytes) +
+                                    " bytes; it is not a kubeconfig");
+  }
+  auto text = fs.read_file(host_path, kMaxKubeconfigBytes);
+  if (!text) {
+    // It exists and is a file, so failing to read it is almost always
+    // permissions: k3s writes k3s.yaml with mode 0600 for root.
+    return Error{ExitCode::kCannotRun, "kubeconfig", text.error().message,
+                 "run gpunode as root (sudo); k3s writes " + host_path +
+                     " readable by root only"};
+  }
+  return parse_kubeconfig(*text, host_path, [&fs](const std::string& path) {
+    return fs.read_file(path, kMaxReferencedFileBytes);
+  });
+}
+
+}  // namespace gpunode::kube

@@ -1,0 +1,77 @@
+#include "stages/plugin_cluster.hpp"
+
+#include "kube/cluster.hpp"
+
+namespace gpunode {
+
+std::string daemonset_path() {
+  return std::string("/apis/apps/v1/namespaces/") + kPluginNamespace +
+         "/daemonsets/" + kPluginDaemonSet;
+}
+
+std::string configmap_path() {
+  return std::string("/api/v1/namespaces/") + kPluginNamespace +
+         "/configmaps/" + kPluginConfigMap;
+}
+
+namespace {
+
+bool is_nvidia_plugin(const kube::json& ds) {
+  for (const auto& c : ds["spec"]["template"]["spec"].value(
+           "containers", kube::json::array())) {
+    if (c.value("image", "").find("k8s-device-plugin") != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<PluginState> read_plugin_state(Context& ctx) {
+  auto kube = cluster(ctx);
+  if (!kube) return kube.error();
+  auto rendered = render_device_plugin(ctx.opts, ctx.opts.image_ref);
+  if (!rendered) return rendered.error();
+  PluginState s;
+  s.rendered = std::move(*rendered);
+
+  auto all = (*kube)->list("/apis/apps/v1/daemonsets", ctx.deadline);
+  if (!all) return all.error();
+  for (const auto& ds : all->value("items", kube::json::array())) {
+    const auto& meta = ds["metadata"];
+    const std::string ns = meta.value("namespace", ""),
+                      name = meta.value("name", "");
+    if (ns == kPluginNamespace && name == kPluginDaemonSet) continue;
+    if (!is_nvidia_plugin(ds)) continue;
+    OtherPlugin o{ns, name, ""};
+    const auto annotations = meta.value("annotations", kube::json::object());
+    const auto labels = meta.value("labels", kube::json::object());
+    o.helm_release =
+        annotations.value("meta.helm.sh/release-name",
+                          labels.value("app.kubernetes.io/instance", ""));
+    s.others.push_back(o);
+  }
+
+  auto ds = (*kube)->get(daemonset_path(), ctx.deadline);
+  if (!ds) return ds.error();
+  s.daemonset_live = *ds;
+  s.daemonset_matches = *ds && holds_all_of(**ds, s.rendered.daemonset);
+
+  auto cm = (*kube)->get(configmap_path(), ctx.deadline);
+  if (!cm) return cm.error();
+  s.configmap_live = *cm;
+  s.configmap_matches =
+      s.rendered.configmap && *cm && holds_all_of(**cm, *s.rendered.configmap);
+  return s;
+}
+
+void add_platform_settings(Check& c, const std::string& resource) {
+  if (resource != "nvidia.com/gpu") {
+    c.warnings.push_back("the GPU resource is " + resource +
+                         ": set GEO_MLOPS_SERVING_GPU_RESOURCE=" + resource +
+                         " for the platform, and request " + resource +
+                         " (not nvidia.com/gpu) in workloads");
+  }
+}
+
+}  // namespace gpunode

@@ -1,0 +1,149 @@
+// plugin: the platform's device plugin manifest (default or time-slicing),
+// rendered for --replicas / --rename-shared and applied with server-side
+// apply, only when the live objects differ; the stale time-slicing ConfigMap
+// removed after a switch to the default variant; and no second NVIDIA device
+// plugin left fighting over the same resource.
+#include "kube/cluster.hpp"
+#include "kube/manifests.hpp"
+#include "stages/plugin_cluster.hpp"
+#include "stages/stages.hpp"
+
+namespace gpunode {
+namespace {
+
+class PluginStage : public Stage {
+ public:
+  std::string_view name() const override { return "plugin"; }
+  std::string_view layer() const override { return "device plugin"; }
+
+  std::string inputs(Context& ctx) const override {
+    return std::string("variant=") + variant_name(ctx.opts.variant) +
+           "\nreplicas=" + std::to_string(ctx.opts.replicas) +
+           "\nrename_shared=" + (ctx.opts.rename_shared ? "true" : "false") +
+           "\nimage=" + ctx.opts.image_ref + "\nreplace_existing=" +
+           (ctx.opts.replace_existing ? "true" : "false") + "\n";
+  }
+
+  Check check(Context& ctx) override {
+    auto state = read_plugin_state(ctx);
+    if (!state)
+      return blocked("cluster.unreachable", state.error().message,
+                     state.error().fix, state.error().exit);
+    const PluginState& s = *state;
+    std::vector<std::string> actions;
+    if (!s.others.empty()) {
+      if (!ctx.opts.replace_existing) {
+        const auto& o = s.others.front();
+        return blocked(
+            "plugin.other-installed",
+            "another NVIDIA device plugin runs in this cluster: DaemonSet " +
+                o.ns + "/" + o.name +
+                (o.helm_release.empty()
+                     ? ""
+                     : " (Helm release " + o.helm_release + ")") +
+                "; two plugins on one node fight over the GPU resource",
+            (o.helm_release.empty()
+                 ? "kubectl -n " + o.ns + " delete daemonset " + o.name
+                 : "helm -n " + o.ns + " uninstall " + o.helm_release) +
+                ", or rerun gpunode with --replace-existing. To keep that one "
+                "instead: "
+                "gpunode install --skip plugin, and give the platform "
+                "GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME=" +
+                o.name +
+                " GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAMESPACE=" + o.ns);
+      }
+      for (const auto& o : s.others)
+        actions.push_back("delete DaemonSet " + o.ns + "/" + o.name);
+    }
+    if (s.rendered.configmap && !s.configmap_matches) {
+      actions.push_back(std::string(s.configmap_live ? "update" : "create") +
+                        " ConfigMap " + kPluginNamespace + "/" +
+                        kPluginConfigMap + " (" +
+                        std::to_string(s.rendered.replicas) + " replicas, " +
+                        s.rendered.resource + ")");
+    }
+    if (!s.daemonset_matches) {
+      actions.push_back(std::string(s.daemonset_live ? "update" : "create") +
+                        " DaemonSet " + kPluginNamespace + "/" +
+                        kPluginDaemonSet + " (" +
+                        variant_name(ctx.opts.variant) +
+                        " variant; its pods restart with it)");
+    }
+    if (!s.rendered.configmap && s.configmap_live) {
+      actions.push_back(std::string("delete the stale ConfigMap ") +
+                        kPluginNamespace + "/" + kPluginConfigMap +
+                        " left by the time-slicing variant");
+    }
+    const std::string what = std::string(variant_name(ctx.opts.variant)) +
+                             " variant, " +
+                             std::to_string(s.rendered.replicas) +
+                             " slot(s) per GPU as " + s.rendered.resource;
+    Check c =
+        actions.empty()
+            ? satisfied("plugin.ok",
+                        std::string("DaemonSet ") + kPluginNamespace + "/" +
+                            kPluginDaemonSet + " is applied (" + what + ")")
+            : needed("plugin.apply",
+                     "the device plugin is not as wanted (" + what + ")",
+                     join(actions));
+    if (s.daemonset_live && !s.daemonset_matches) {
+      c.details.push_back(
+          "live DaemonSet: " +
+          first_difference(*s.daemonset_live, s.rendered.daemonset));
+    }
+    if (s.configmap_live && s.rendered.configmap && !s.configmap_matches) {
+      c.details.push_back(
+          "live ConfigMap: " +
+          first_difference(*s.configmap_live, *s.rendered.configmap));
+    }
+    add_platform_settings(c, s.rendered.resource);
+    return c;
+  }
+
+  Result<void> apply(Context& ctx, const Check&) override {
+    auto state = read_plugin_state(ctx);
+    if (!state) return state.error();
+    auto kube = cluster(ctx);
+    if (!kube) return kube.error();
+    const PluginState& s = *state;
+    if (ctx.opts.replace_existing) {
+      for (const auto& o : s.others) {
+        auto r = (*kube)->remove(
+            "/apis/apps/v1/namespaces/" + o.ns + "/daemonsets/" + o.name,
+            ctx.deadline);
+        if (!r) return r.error();
+      }
+    }
+    // The ConfigMap first: the restarted pods read it when they start.
+    if (s.rendered.configmap && !s.configmap_matches) {
+      auto r = (*kube)->apply(object_path(*s.rendered.configmap),
+                              *s.rendered.configmap, ctx.deadline);
+      if (!r) return r.error();
+    }
+    if (!s.daemonset_matches) {
+      auto r = (*kube)->apply(object_path(s.rendered.daemonset),
+                              s.rendered.daemonset, ctx.deadline);
+      if (!r) return r.error();
+    }
+    if (!s.rendered.configmap && s.configmap_live) {
+      auto r = (*kube)->remove(configmap_path(), ctx.deadline);
+      if (!r) return r.error();
+    }
+    return {};
+  }
+
+ private:
+  static std::string join(const std::vector<std::string>& parts) {
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_plugin_stage() {
+  return std::make_unique<PluginStage>();
+}
+
+}  // namespace gpunode

@@ -1,0 +1,76 @@
+// runtimeclass: the node.k8s.io/v1 RuntimeClass `nvidia` with handler
+// `nvidia`, so a Pod can name the containerd handler k3s renders. k3s >=
+// v1.29 creates one itself (manifests/runtimes.yaml): that one is accepted
+// as it is. One with another handler is never overwritten silently.
+#include "kube/cluster.hpp"
+#include "kube/manifests.hpp"
+#include "stages/stages.hpp"
+
+namespace gpunode {
+namespace {
+
+constexpr const char* kPath = "/apis/node.k8s.io/v1/runtimeclasses/nvidia";
+
+class RuntimeClassStage : public Stage {
+ public:
+  std::string_view name() const override { return "runtimeclass"; }
+  std::string_view layer() const override { return "RuntimeClass"; }
+
+  std::string inputs(Context& ctx) const override {
+    return "kubeconfig=" + ctx.opts.kubeconfig +
+           "\nruntimeclass=nvidia handler=nvidia\n";
+  }
+
+  Check check(Context& ctx) override {
+    auto kube = cluster(ctx);
+    if (!kube) return from_error(kube.error());
+    auto live = (*kube)->get(kPath, ctx.deadline);
+    if (!live) return from_error(live.error());
+    if (!*live) {
+      return needed(
+          "runtimeclass.missing", "RuntimeClass nvidia does not exist",
+          "create RuntimeClass nvidia with handler nvidia (server-side apply)");
+    }
+    const std::string handler = (**live).value("handler", "");
+    if (handler != "nvidia") {
+      return blocked("runtimeclass.other-handler",
+                     "RuntimeClass nvidia exists with handler '" + handler +
+                         "', not 'nvidia': Pods naming it would not get the "
+                         "NVIDIA runtime",
+                     "kubectl get runtimeclass nvidia -o yaml to see who made "
+                     "it; if nothing "
+                     "needs that handler: kubectl delete runtimeclass nvidia, "
+                     "then rerun gpunode");
+    }
+    const auto labels =
+        (**live)["metadata"].value("labels", kube::json::object());
+    const bool ours = labels.value(kManagedByLabel, "") == "gpunode";
+    return satisfied("runtimeclass.ok",
+                     std::string("RuntimeClass nvidia -> handler nvidia") +
+                         (ours ? " (created by gpunode)"
+                               : " (not created by gpunode; kept)"));
+  }
+
+  Result<void> apply(Context& ctx, const Check&) override {
+    auto kube = cluster(ctx);
+    if (!kube) return kube.error();
+    auto rc = render_runtimeclass();
+    if (!rc) return rc.error();
+    auto applied = (*kube)->apply(kPath, *rc, ctx.deadline);
+    if (!applied) return applied.error();
+    return {};
+  }
+
+ private:
+  static Check from_error(const Error& e) {
+    return blocked("cluster.unreachable", e.message, e.fix, e.exit);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_runtimeclass_stage() {
+  return std::make_unique<RuntimeClassStage>();
+}
+
+}  // namespace gpunode

@@ -1,0 +1,105 @@
+#include "gpunode/uninstall.hpp"
+
+#include <unistd.h>
+
+#include "containerd/ctr_client.hpp"
+#include "gpunode/journal.hpp"
+#include "gpunode/run_lock.hpp"
+#include "kube/cluster.hpp"
+#include "kube/manifests.hpp"
+#include "stages/plugin_cluster.hpp"
+
+namespace gpunode {
+namespace {
+
+struct Owned {
+  const char* what;
+  std::string path;
+};
+
+}  // namespace
+
+ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
+                       Reporter& report) {
+  std::vector<StageOutcome> outcomes;
+  auto fail = [&](const Error& e) {
+    report.error(e);
+    report.result("uninstall", e.exit, e.message, outcomes);
+    return e.exit;
+  };
+  if (host.effective_uid() != 0) {
+    return fail(Error{
+        ExitCode::kCannotRun, "preflight",
+        "uninstall changes the cluster and containerd and must run as root",
+        "sudo gpunode uninstall"});
+  }
+  if (auto r = host.fs().create_directories(opts.state_dir); !r)
+    return fail(r.error());
+  auto lock =
+      RunLock::acquire(host.fs(), opts.state_dir,
+                       "pid " + std::to_string(::getpid()) + ", uninstall");
+  if (!lock) return fail(lock.error());
+
+  Context ctx{host, opts, {}, host.clock().steady_now() + opts.timeout};
+  auto kube = cluster(ctx);
+  if (!kube) return fail(kube.error());
+  const std::vector<Owned> owned = {
+      {"DaemonSet kube-system/nvidia-device-plugin-daemonset",
+       daemonset_path()},
+      {"ConfigMap kube-system/nvidia-device-plugin-config", configmap_path()},
+      {"RuntimeClass nvidia", "/apis/node.k8s.io/v1/runtimeclasses/nvidia"},
+  };
+  for (const auto& o : owned) {
+    auto live = (*kube)->get(o.path, ctx.deadline);
+    if (!live) return fail(live.error());
+    if (!*live) {
+      report.info("uninstall", std::string(o.what) + ": not present");
+      continue;
+    }
+    const auto labels =
+        (**live)["metadata"].value("labels", kube::json::object());
+    if (labels.value(kManagedByLabel, "") != "gpunode") {
+      report.info("uninstall",
+                  std::string(o.what) + ": kept (not created by gpunode)");
+      continue;
+    }
+    auto removed = (*kube)->remove(o.path, ctx.deadline);
+    if (!removed) return fail(removed.error());
+    report.info("uninstall", std::string(o.what) + ": removed");
+    outcomes.push_back({o.what, "removed"});
+  }
+
+  if (!keep_image) {
+    CtrClient ctr(host.proc(), std::chrono::minutes(1));
+    auto found = ctr.find(opts.image_ref);
+    if (!found) return fail(found.error());
+    if (!*found) {
+      report.info("uninstall", "image " + opts.image_ref + ": not present");
+    } else {
+      if ((*found)->has_label(kK3sPinnedLabel, "pinned")) {
+        report.warning("uninstall",
+                       "k3s imports " + opts.image_ref +
+                           " from /var/lib/rancher/k3s/agent/images/: it comes "
+                           "back at the next k3s start unless that file goes");
+      }
+      auto removed = ctr.remove(opts.image_ref);
+      if (!removed) return fail(removed.error());
+      report.info("uninstall", "image " + opts.image_ref + ": removed");
+      outcomes.push_back({"image", "removed"});
+    }
+  }
+
+  // The history no longer describes the node.
+  Journal journal = load_journal(host.fs(), opts.state_dir).journal;
+  journal.stages.clear();
+  journal.last_run = RunRecord{"uninstall", iso8601_utc(host.clock().now()),
+                               iso8601_utc(host.clock().now()), 0};
+  if (auto r = save_journal(host.fs(), opts.state_dir, journal); !r)
+    return fail(r.error());
+  report.result("uninstall", ExitCode::kOk,
+                std::to_string(outcomes.size()) + " object(s) removed",
+                outcomes);
+  return ExitCode::kOk;
+}
+
+}  // namespace gpunode

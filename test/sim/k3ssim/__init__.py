@@ -1,0 +1,1 @@
+"""The simulated k3s node behind test/sim/k3s_sim.py (see that file)."""

@@ -1,0 +1,1129 @@
+"""The node half of k3s: kubelet (pod lifecycle, logs, node status and
+device-plugin registrations), the scheduler, and the DaemonSet, namespace,
+root-CA and garbage-collector controllers.
+
+One loop (`tick`, every 20 ms and right after each write) compares what the
+API holds with what runs and moves things one step, writing only what
+changed, so an idle cluster produces no new resourceVersions.
+"""
+
+import copy
+import hashlib
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+
+from . import apierrors as errors
+from .host import HostView, normalize_image
+from .objects import PRIORITY_CLASSES, get_path
+from .plugin import (Launch, gpu_request, is_plugin, plugin_launch,
+                     workload_launch)
+from .registry import now_iso
+from .resources import BY_KIND, K3S_VERSION
+
+NODES = BY_KIND["Node"]
+PODS = BY_KIND["Pod"]
+DAEMONSETS = BY_KIND["DaemonSet"]
+NAMESPACES = BY_KIND["Namespace"]
+CONFIGMAPS = BY_KIND["ConfigMap"]
+EVENTS = BY_KIND["Event"]
+RUNTIMECLASSES = BY_KIND["RuntimeClass"]
+
+NODE_IP = "192.168.100.10"
+EVENT_REPEAT_SECONDS = 10.0
+CAPACITY_GRACE_SECONDS = 300.0  # kubelet's endpoint grace period
+IDLE_SECONDS = 0.5  # host re-check interval when nothing is pending
+RETRY_SECONDS = 0.2  # how soon the kubelet retries a blocked pod
+# A runtime whose SystemdCgroup differs from runc's (k3s's cgroup driver)
+# gets its containers killed after a few seconds (k3s #7130).
+CGROUP_KILL_SECONDS = 3.0
+BACKOFF_MAX_SECONDS = 300.0
+DS_TOLERATIONS = (
+    ("node.kubernetes.io/not-ready", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+    ("node.kubernetes.io/unschedulable", "NoSchedule"),
+)
+# k3s's manifests/runtimes.yaml (not nvidia-cdi).
+K3S_RUNTIME_CLASSES = {
+    "crun": "crun", "lunatic": "lunatic", "nvidia": "nvidia",
+    "nvidia-experimental": "nvidia-experimental", "slight": "slight",
+    "spin": "spin", "wasmedge": "wasmedge", "wasmer": "wasmer",
+    "wasmtime": "wasmtime", "wws": "wws",
+}
+
+
+@dataclass
+class NodeOptions:
+    name: str
+    root: str
+    containerd_socket: str
+    gpus: int
+    plugin_start_ms: int
+    ca_pem: str
+    k3s_runtime_classes: bool = False
+
+
+@dataclass
+class ContainerRun:
+    """One container as the kubelet runs it."""
+    name: str
+    state: str = "waiting"  # waiting | running | terminated
+    reason: str = "ContainerCreating"
+    message: str = ""
+    started_at: float = None
+    finished_at: float = None
+    exit_code: int = None
+    restarts: int = 0
+    last_terminated: dict = None
+    container_id: str = ""
+    image_id: str = ""
+    next_start: float = 0.0  # end of a restart back-off
+    exit_at: float = None
+    exit_code_due: int = None  # what the process exits with at exit_at
+    ready_at: float = None
+    register_at: float = None
+    launch: object = None  # plugin.Launch of the current process
+    log: str = ""
+    previous_log: str = None
+    pull_failures: int = 0
+
+
+@dataclass
+class PodRun:
+    uid: str
+    containers: dict
+    sandbox: bool = False
+    runtime: object = None
+    trouble: bool = False  # blocked or crashed: not "starting cleanly"
+    first_seen: float = 0.0
+    ip: str = ""
+
+
+@dataclass
+class Registration:
+    """A device plugin's resource registered with the kubelet."""
+    resource: str
+    replicas: int
+    gpus: int
+    pod_uid: str
+    ds_uid: str
+    container: str
+    at: float
+    fail_gt1: bool = False
+    ended: bool = False  # the plugin process is gone
+    pod_gone: bool = False  # ... because its pod was deleted
+
+
+def _pull_error(ref):
+    """containerd's words for a pull with no DNS (no network)."""
+    host, path = ref.split("/", 1)
+    name, tag = path.rsplit(":", 1) if ":" in path else (path, "latest")
+    return (f"failed to pull and unpack image \"{ref}\": failed to resolve "
+            f"reference \"{ref}\": failed to do request: Head \"https://{host}"
+            f"/v2/{name}/manifests/{tag}\": dial tcp: lookup {host}: no such "
+            f"host")
+
+
+def template_hash(ds):
+    text = repr(sorted_json(get_path(ds, ("spec", "template"), {})))
+    digest = hashlib.sha256(text.encode()).digest()
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    return "".join(alphabet[b % len(alphabet)] for b in digest[:10])
+
+
+def sorted_json(value):
+    if isinstance(value, dict):
+        return {k: sorted_json(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_json(v) for v in value]
+    return value
+
+
+def controller_of(obj):
+    for ref in obj["metadata"].get("ownerReferences", []):
+        if ref.get("controller"):
+            return ref
+    return None
+
+
+def condition(conditions, kind):
+    return next((c for c in conditions or [] if c.get("type") == kind), None)
+
+
+class NodeModel:
+    def __init__(self, registry, options):
+        self.registry = registry
+        self.store = registry.store
+        self.opts = options
+        self.node_name = options.name
+        self.host = HostView(options.root, options.containerd_socket)
+        self.plugin_start = options.plugin_start_ms / 1000.0
+        self.gpus = options.gpus
+        self.healthy = options.gpus
+        self.runs = {}  # pod uid -> PodRun
+        self.registrations = []
+        self.extended = {}  # resource -> {"capacity": str, "dropped_at": t}
+        self.event_memory = {}  # (uid, reason, message) -> (name, time)
+        self.create_failed = {}  # DaemonSet uid -> True while pods are refused
+        self.allocatable_changed_at = None
+        self.wake = threading.Event()
+        self.now = time.time()
+        self.runtimes, self.default_runtime = {}, "runc"
+        self.driver = False
+        self.next_due = 0.0
+        self.next_ip = 2
+        registry.admit = self.admit
+        registry.graceful_delete = self.graceful_delete
+        self.store.on_commit = self.wake.set
+
+    # ------------------------------------------------------------ set-up
+
+    def bootstrap(self):
+        for name in ("default", "kube-system", "kube-public",
+                     "kube-node-lease"):
+            self.registry.create(NAMESPACES, None,
+                                 {"metadata": {"name": name}}, "k3s")
+        self.registry.create(NODES, None, self.node_object(), "k3s")
+        if self.opts.k3s_runtime_classes:
+            for name, handler in K3S_RUNTIME_CLASSES.items():
+                self.registry.create(RUNTIMECLASSES, None, {
+                    "metadata": {"name": name, "labels": {
+                        "objectset.rio.cattle.io/hash": "k3s-runtimes"}},
+                    "handler": handler}, "deploy@" + self.node_name)
+        self.tick()
+
+    def node_object(self):
+        base = {"cpu": "8", "ephemeral-storage": "102626232Ki",
+                "hugepages-1Gi": "0", "hugepages-2Mi": "0", "memory": "32Gi",
+                "pods": "110"}
+        stamp = now_iso()
+        return {
+            "metadata": {
+                "name": self.node_name,
+                "labels": {
+                    "beta.kubernetes.io/arch": "amd64",
+                    "beta.kubernetes.io/instance-type": "k3s",
+                    "beta.kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    "kubernetes.io/hostname": self.node_name,
+                    "kubernetes.io/os": "linux",
+                    "node-role.kubernetes.io/control-plane": "true",
+                    "node-role.kubernetes.io/master": "true",
+                    "node.kubernetes.io/instance-type": "k3s"},
+                "annotations": {
+                    "k3s.io/hostname": self.node_name,
+                    "k3s.io/internal-ip": NODE_IP,
+                    "node.alpha.kubernetes.io/ttl": "0",
+                    "volumes.kubernetes.io/controller-managed-attach-detach":
+                        "true"}},
+            "spec": {"podCIDR": "10.42.0.0/24", "podCIDRs": ["10.42.0.0/24"],
+                     "providerID": f"k3s://{self.node_name}"},
+            "status": {
+                "capacity": dict(base), "allocatable": dict(base),
+                "conditions": [
+                    self._node_condition("MemoryPressure", "False",
+                                         "KubeletHasSufficientMemory",
+                                         "kubelet has sufficient memory "
+                                         "available", stamp),
+                    self._node_condition("DiskPressure", "False",
+                                         "KubeletHasNoDiskPressure",
+                                         "kubelet has no disk pressure",
+                                         stamp),
+                    self._node_condition("PIDPressure", "False",
+                                         "KubeletHasSufficientPID",
+                                         "kubelet has sufficient PID "
+                                         "available", stamp),
+                    self._node_condition("Ready", "True", "KubeletReady",
+                                         "kubelet is posting ready status",
+                                         stamp)],
+                "addresses": [{"type": "InternalIP", "address": NODE_IP},
+                              {"type": "Hostname", "address": self.node_name}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "nodeInfo": {
+                    "machineID": hashlib.md5(
+                        self.node_name.encode()).hexdigest(),
+                    "systemUUID": "4c4c4544-0042-3510-8052-b7c04f4e3332",
+                    "bootID": "2f7c1a8e-6b1d-4d0e-9c55-3f0e7e5b9a10",
+                    "kernelVersion": "6.1.0-31-amd64",
+                    "osImage": "Debian GNU/Linux 12 (bookworm)",
+                    "containerRuntimeVersion": "containerd://2.1.5-k3s1",
+                    "kubeletVersion": K3S_VERSION,
+                    "kubeProxyVersion": "",
+                    "operatingSystem": "linux", "architecture": "amd64"},
+                "runtimeHandlers": []}}
+
+    @staticmethod
+    def _node_condition(kind, status, reason, message, stamp):
+        return {"type": kind, "status": status, "lastHeartbeatTime": stamp,
+                "lastTransitionTime": stamp, "reason": reason,
+                "message": message}
+
+    # -------------------------------------------------------------- loop
+
+    def run_forever(self, stop):
+        """Ticks after each write, when a timer of a pod falls due, and when
+        the host changes (k3s re-rendered containerd's config, the driver
+        came or went); otherwise it sleeps."""
+        seen_host = None
+        while not stop.is_set():
+            timeout = min(max(self.next_due - time.time(), 0.0), IDLE_SECONDS)
+            woken = self.wake.wait(timeout)
+            self.wake.clear()
+            host = self.host.fingerprint()
+            if not woken and host == seen_host and time.time() < self.next_due:
+                continue
+            seen_host = host
+            try:
+                self.tick()
+            except Exception:  # keep the node alive; the log shows it
+                traceback.print_exc()
+
+    def tick(self):
+        # The config file is read outside the store lock; images are listed
+        # (with `ctr`) only when a container is about to start.
+        runtimes, default_runtime = self.host.runtimes()
+        driver = self.host.driver_loaded()
+        with self.store.lock:
+            self.now = time.time()
+            self.next_due = self.now + IDLE_SECONDS
+            self.runtimes, self.default_runtime = runtimes, default_runtime
+            self.driver = driver
+            self.sync_namespaces()
+            self.sync_daemonsets()
+            self.collect_garbage()
+            self.schedule_pods()
+            self.run_pods()
+            self.sync_node()
+            self.sync_daemonset_status()
+
+    def due(self, when):
+        """Asks for a tick at `when` (a pod timer)."""
+        if when is not None and when > self.now:
+            self.next_due = min(self.next_due, when)
+
+    def set_gpus(self, gpus=None, healthy=None):
+        with self.store.lock:
+            if gpus is not None:
+                self.gpus = gpus
+                self.healthy = gpus if healthy is None else healthy
+            elif healthy is not None:
+                self.healthy = healthy
+        self.wake.set()
+        return {"gpus": self.gpus, "healthy": self.healthy}
+
+    # ------------------------------------------------------ API hooks
+
+    def admit(self, res, obj):
+        """Admission for new Pods: RuntimeClass and PriorityClass plugins."""
+        if res.kind != "Pod":
+            return
+        metadata = obj["metadata"]
+        name = metadata.get("generateName") or metadata.get("name", "")
+        spec = obj.get("spec", {})
+        rc_name = spec.get("runtimeClassName")
+        if rc_name and self.store.get(RUNTIMECLASSES, None, rc_name) is None:
+            raise errors.forbidden(
+                res, name, f'pod rejected: RuntimeClass "{rc_name}" not found')
+        priority_class = spec.get("priorityClassName")
+        if priority_class and priority_class not in PRIORITY_CLASSES:
+            raise errors.forbidden(res, name, f"no PriorityClass with name "
+                                   f"{priority_class} was found")
+
+    def graceful_delete(self, res, obj, grace):
+        if res.kind == "Namespace":
+            return True
+        if res.kind != "Pod" or grace == 0:
+            return False
+        return obj.get("spec", {}).get("nodeName") == self.node_name
+
+    # ------------------------------------------------------------ events
+
+    def event(self, obj, kind, reason, message, component, field_path=None):
+        """Records an Event like client-go's recorder: a repeat of the same
+        event within 10 s is dropped, later ones bump `count`."""
+        uid = obj["metadata"]["uid"]
+        key = (uid, reason, message)
+        remembered = self.event_memory.get(key)
+        if remembered and self.now - remembered[1] < EVENT_REPEAT_SECONDS:
+            return
+        namespace = obj["metadata"].get("namespace") or "default"
+        stamp = now_iso(self.now)
+        if remembered:
+            existing = self.store.get(EVENTS, namespace, remembered[0])
+            if existing is not None:
+                existing["count"] = existing.get("count", 1) + 1
+                existing["lastTimestamp"] = stamp
+                self.registry.save(EVENTS, existing)
+                self.event_memory[key] = (remembered[0], self.now)
+                return
+        name = f"{obj['metadata']['name']}.{time.time_ns():x}"
+        involved = {"kind": obj["kind"], "namespace": namespace if
+                    obj["metadata"].get("namespace") else "",
+                    "name": obj["metadata"]["name"], "uid": uid,
+                    "apiVersion": obj["apiVersion"],
+                    "resourceVersion": obj["metadata"].get("resourceVersion",
+                                                           "")}
+        if not involved["namespace"]:
+            del involved["namespace"]
+        if field_path:
+            involved["fieldPath"] = field_path
+        host = self.node_name if component == "kubelet" else ""
+        source = {"component": component}
+        if host:
+            source["host"] = host
+        body = {"metadata": {"name": name, "namespace": namespace},
+                "involvedObject": involved, "reason": reason,
+                "message": message, "source": source,
+                "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+                "type": kind, "eventTime": None,
+                "reportingComponent": component, "reportingInstance": host}
+        try:
+            self.registry.create(EVENTS, namespace, body, component)
+            self.event_memory[key] = (name, self.now)
+        except errors.ApiError:
+            pass  # e.g. the namespace is being deleted
+
+    # ---------------------------------------------------- controllers
+
+    def sync_namespaces(self):
+        """kube-root-ca.crt in every namespace; finish deleting namespaces."""
+        for ns in self.store.list(NAMESPACES):
+            name = ns["metadata"]["name"]
+            if ns["metadata"].get("deletionTimestamp"):
+                self._finish_namespace(ns)
+            elif self.store.get(CONFIGMAPS, name, "kube-root-ca.crt") is None:
+                self.registry.create(CONFIGMAPS, name, {
+                    "metadata": {"name": "kube-root-ca.crt", "annotations": {
+                        "kubernetes.io/description": "Contains a CA bundle "
+                        "that can be used to verify the kube-apiserver when "
+                        "using internal endpoints such as the internal "
+                        "service IP or kubernetes.default.svc. No other usage "
+                        "is guaranteed across distributions of Kubernetes "
+                        "clusters."}},
+                    "data": {"ca.crt": self.opts.ca_pem}},
+                    "root-ca-cert-publisher")
+
+    def _finish_namespace(self, ns):
+        name = ns["metadata"]["name"]
+        for res in (PODS, DAEMONSETS, CONFIGMAPS, EVENTS):
+            for obj in self.store.list(res, name):
+                if res is PODS:
+                    self._stop_pod(obj, pod_gone=True)
+                self.store.remove(res, obj)
+        self.store.remove(NAMESPACES, ns)
+
+    def node(self):
+        return self.store.get(NODES, None, self.node_name)
+
+    def _node_selected(self, pod_spec, node):
+        selector = pod_spec.get("nodeSelector") or {}
+        labels = node["metadata"].get("labels", {})
+        return all(labels.get(k) == v for k, v in selector.items())
+
+    def pods_of(self, owner):
+        uid = owner["metadata"]["uid"]
+        pods = self.store.list(PODS, owner["metadata"]["namespace"])
+        return [p for p in pods
+                if (controller_of(p) or {}).get("uid") == uid]
+
+    def sync_daemonsets(self):
+        node = self.node()
+        for ds in self.store.list(DAEMONSETS):
+            if ds["metadata"].get("deletionTimestamp"):
+                continue
+            pods = [p for p in self.pods_of(ds)
+                    if not p["metadata"].get("deletionTimestamp")]
+            template_spec = get_path(ds, ("spec", "template", "spec"), {})
+            wanted = node is not None and self._node_selected(template_spec,
+                                                              node)
+            current = template_hash(ds)
+            rolling = get_path(ds, ("spec", "updateStrategy", "type"),
+                               "RollingUpdate") == "RollingUpdate"
+            keep = []
+            for pod in pods:
+                outdated = pod["metadata"].get("labels", {}).get(
+                    "controller-revision-hash") != current
+                failed = get_path(pod, ("status", "phase")) == "Failed"
+                if not wanted or failed or (outdated and rolling) or keep:
+                    self._ds_delete_pod(ds, pod)
+                else:
+                    keep.append(pod)
+            terminating = any(p["metadata"].get("deletionTimestamp")
+                              for p in self.pods_of(ds))
+            if wanted and not keep and not terminating:
+                self._ds_create_pod(ds, node, current)
+
+    def _ds_delete_pod(self, ds, pod):
+        self.registry.delete(PODS, pod["metadata"]["namespace"],
+                             pod["metadata"]["name"], {})
+        self.event(ds, "Normal", "SuccessfulDelete",
+                   f"Deleted pod: {pod['metadata']['name']}",
+                   "daemonset-controller")
+
+    def _ds_create_pod(self, ds, node, revision):
+        template = copy.deepcopy(get_path(ds, ("spec", "template"), {}))
+        metadata = template.get("metadata") or {}
+        labels = dict(metadata.get("labels") or {})
+        labels["controller-revision-hash"] = revision
+        labels["pod-template-generation"] = ds["metadata"].get(
+            "annotations", {}).get("deprecated.daemonset.template.generation",
+                                   "1")
+        pod_meta = {"generateName": ds["metadata"]["name"] + "-",
+                    "labels": labels,
+                    "ownerReferences": [{
+                        "apiVersion": "apps/v1", "kind": "DaemonSet",
+                        "name": ds["metadata"]["name"],
+                        "uid": ds["metadata"]["uid"], "controller": True,
+                        "blockOwnerDeletion": True}]}
+        if metadata.get("annotations"):
+            pod_meta["annotations"] = metadata["annotations"]
+        spec = template.get("spec") or {}
+        spec["affinity"] = {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": [{
+                    "key": "metadata.name", "operator": "In",
+                    "values": [node["metadata"]["name"]]}]}]}}}
+        tolerations = spec.setdefault("tolerations", [])
+        for key, effect in DS_TOLERATIONS:
+            if not any(t.get("key") == key for t in tolerations):
+                tolerations.append({"key": key, "operator": "Exists",
+                                    "effect": effect})
+        try:
+            pod = self.registry.create(PODS, ds["metadata"]["namespace"],
+                                       {"metadata": pod_meta, "spec": spec},
+                                       "k3s")
+        except errors.ApiError as err:
+            self.create_failed[ds["metadata"]["uid"]] = True
+            self.event(ds, "Warning", "FailedCreate",
+                       f"Error creating: {err.message}",
+                       "daemonset-controller")
+            return
+        self.create_failed.pop(ds["metadata"]["uid"], None)
+        self.event(ds, "Normal", "SuccessfulCreate",
+                   f"Created pod: {pod['metadata']['name']}",
+                   "daemonset-controller")
+
+    def collect_garbage(self):
+        """Pods whose controlling DaemonSet is gone are deleted."""
+        owners = {ds["metadata"]["uid"] for ds in self.store.list(DAEMONSETS)}
+        for pod in self.store.list(PODS):
+            ref = controller_of(pod)
+            if ref and ref.get("kind") == "DaemonSet" and \
+                    ref.get("uid") not in owners and \
+                    not pod["metadata"].get("deletionTimestamp"):
+                self.registry.delete(PODS, pod["metadata"]["namespace"],
+                                     pod["metadata"]["name"], {})
+
+    # --------------------------------------------------------- scheduler
+
+    def schedule_pods(self):
+        node = self.node()
+        if node is None:
+            return
+        for pod in self.store.list(PODS):
+            spec = pod.get("spec", {})
+            if spec.get("nodeName") or pod["metadata"].get(
+                    "deletionTimestamp") or spec.get(
+                    "schedulerName", "default-scheduler") != \
+                    "default-scheduler":
+                continue
+            reason = self._unschedulable(pod, node)
+            conditions = pod.setdefault("status", {}).setdefault(
+                "conditions", [])
+            if reason is None:
+                spec["nodeName"] = self.node_name
+                self._set_condition(conditions, "PodScheduled", "True")
+                self.registry.save(PODS, pod)
+                self.event(pod, "Normal", "Scheduled",
+                           f"Successfully assigned "
+                           f"{pod['metadata']['namespace']}/"
+                           f"{pod['metadata']['name']} to {self.node_name}",
+                           "default-scheduler")
+            else:
+                self._set_condition(conditions, "PodScheduled", "False",
+                                    "Unschedulable", reason)
+                self.registry.save(PODS, pod)
+                self.event(pod, "Warning", "FailedScheduling", reason,
+                           "default-scheduler")
+
+    def _unschedulable(self, pod, node):
+        spec = pod.get("spec", {})
+        required = "requiredDuringSchedulingIgnoredDuringExecution"
+        terms = get_path(spec, ("affinity", "nodeAffinity", required,
+                                "nodeSelectorTerms"), [])
+        fields_ok = all(
+            self.node_name in expr.get("values", [])
+            for term in terms for expr in term.get("matchFields", [])
+            if expr.get("key") == "metadata.name")
+        if not fields_ok or not self._node_selected(spec, node):
+            return ("0/1 nodes are available: 1 node(s) didn't match Pod's "
+                    "node affinity/selector. preemption: 0/1 nodes are "
+                    "available: 1 Preemption is not helpful for scheduling.")
+        allocatable = node.get("status", {}).get("allocatable", {})
+        short = sorted(name for name, count in self._extended_requests(pod)
+                       .items() if count > int(allocatable.get(name, "0"))
+                       - self._used(name, pod))
+        if short:
+            listed = ", ".join(f"1 Insufficient {name}" for name in short)
+            return (f"0/1 nodes are available: {listed}. preemption: 0/1 "
+                    f"nodes are available: 1 No preemption victims found for "
+                    f"incoming pod.")
+        return None
+
+    @staticmethod
+    def _extended_requests(pod):
+        total = {}
+        for container in pod.get("spec", {}).get("containers", []):
+            resources = container.get("resources") or {}
+            wanted = dict(resources.get("limits") or {})
+            wanted.update(resources.get("requests") or {})
+            for name, value in wanted.items():
+                if "/" in name and not name.startswith("kubernetes.io/"):
+                    total[name] = total.get(name, 0) + int(str(value))
+        return total
+
+    def _used(self, name, excluding):
+        used = 0
+        for pod in self.store.list(PODS):
+            if pod["metadata"]["uid"] == excluding["metadata"]["uid"]:
+                continue
+            if pod.get("spec", {}).get("nodeName") == self.node_name and \
+                    get_path(pod, ("status", "phase")) not in ("Succeeded",
+                                                               "Failed"):
+                used += self._extended_requests(pod).get(name, 0)
+        return used
+
+    def _set_condition(self, conditions, kind, status, reason=None,
+                       message=None):
+        existing = condition(conditions, kind)
+        if existing is None:
+            existing = {"type": kind}
+            conditions.append(existing)
+        if existing.get("status") != status:
+            existing["lastTransitionTime"] = now_iso(self.now)
+        existing["status"] = status
+        existing["lastProbeTime"] = None
+        for key, value in (("reason", reason), ("message", message)):
+            if value:
+                existing[key] = value
+            else:
+                existing.pop(key, None)
+
+    # ------------------------------------------------------------ kubelet
+
+    def run_pods(self):
+        seen = set()
+        for pod in self.store.list(PODS):
+            if pod.get("spec", {}).get("nodeName") != self.node_name:
+                continue
+            uid = pod["metadata"]["uid"]
+            seen.add(uid)
+            if pod["metadata"].get("deletionTimestamp"):
+                self._finish_deletion(pod)
+                continue
+            if get_path(pod, ("status", "phase")) in ("Succeeded", "Failed"):
+                continue
+            run = self.runs.get(uid)
+            if run is None:
+                failure = self._admission_failure(pod)
+                if failure:
+                    self._fail_admission(pod, failure)
+                    continue
+                run = self.runs[uid] = PodRun(uid, {
+                    c["name"]: ContainerRun(c["name"])
+                    for c in pod["spec"]["containers"]}, first_seen=self.now)
+            self._step_pod(pod, run)
+            pod["status"] = self._pod_status(pod, run)
+            self.registry.save(PODS, pod)
+        for uid in list(self.runs):
+            if uid not in seen:
+                self._forget(uid)
+
+    def _finish_deletion(self, pod):
+        """The containers stop and the kubelet removes the pod object."""
+        self._stop_pod(pod, pod_gone=True)
+        for spec in pod["spec"]["containers"]:
+            self.event(pod, "Normal", "Killing",
+                       f"Stopping container {spec['name']}", "kubelet",
+                       f"spec.containers{{{spec['name']}}}")
+        self.store.remove(PODS, pod)
+
+    def _fail_admission(self, pod, message):
+        status = pod.setdefault("status", {})
+        status.update({"phase": "Failed", "reason": "UnexpectedAdmissionError",
+                       "message": message, "startTime": now_iso(self.now)})
+        self.registry.save(PODS, pod)
+        self.event(pod, "Warning", "UnexpectedAdmissionError", message,
+                   "kubelet")
+
+    def _stop_pod(self, pod, pod_gone):
+        run = self.runs.get(pod["metadata"]["uid"])
+        for reg in self.registrations:
+            if reg.pod_uid == pod["metadata"]["uid"]:
+                reg.ended = True
+                reg.pod_gone = pod_gone
+        if run:
+            for cr in run.containers.values():
+                cr.state = "terminated"
+
+    def _forget(self, uid):
+        self.runs.pop(uid, None)
+        for reg in self.registrations:
+            if reg.pod_uid == uid:
+                reg.ended = True
+                reg.pod_gone = True
+
+    def _step_pod(self, pod, run):
+        if not run.sandbox:
+            blocker = self._sandbox_blocker(pod)
+            if blocker:
+                run.trouble = True
+                reason, message = blocker
+                self.event(pod, "Warning", reason, message, "kubelet")
+                self.due(self.now + RETRY_SECONDS)
+                return
+            run.sandbox = True
+            run.ip = f"10.42.0.{self.next_ip}"
+            self.next_ip = self.next_ip % 250 + 2
+        for spec in pod["spec"]["containers"]:
+            self._step_container(pod, run, run.containers[spec["name"]], spec)
+        # "Trouble" is what the kubelet would report as a failing container;
+        # the node then stops counting on this pod's plugin coming up.
+        run.trouble = any(
+            (cr.state == "waiting" and cr.reason != "ContainerCreating")
+            or (cr.state == "terminated" and cr.exit_code)
+            for cr in run.containers.values())
+        for cr in run.containers.values():
+            for when in (cr.register_at, cr.exit_at, cr.ready_at):
+                self.due(when)
+            if cr.state == "waiting":
+                self.due(max(cr.next_start, self.now + RETRY_SECONDS))
+
+    def _runtime_for(self, pod):
+        rc_name = pod["spec"].get("runtimeClassName")
+        handler = self.default_runtime
+        if rc_name:
+            rc = self.store.get(RUNTIMECLASSES, None, rc_name)
+            if rc is None:
+                return None, (f"Failed to create pod sandbox: "
+                              f"runtimeclass.node.k8s.io \"{rc_name}\" not "
+                              f"found")
+            handler = rc.get("handler", "")
+        runtime = self.runtimes.get(handler)
+        if runtime is None:
+            return None, (f"Failed to create pod sandbox: rpc error: code = "
+                          f"Unknown desc = failed to get sandbox runtime: no "
+                          f"runtime for \"{handler}\" is configured")
+        if runtime.binary and not self.host.exists(runtime.binary):
+            return None, (
+                f"Failed to create pod sandbox: rpc error: code = Unknown "
+                f"desc = failed to create containerd task: failed to create "
+                f"shim task: OCI runtime create failed: unable to retrieve "
+                f"OCI runtime error (open /run/k3s/containerd/io.containerd."
+                f"runtime.v2.task/k8s.io/{pod['metadata']['uid']}/log.json: "
+                f"no such file or directory): fork/exec {runtime.binary}: no "
+                f"such file or directory: unknown")
+        return runtime, None
+
+    def _sandbox_blocker(self, pod):
+        """Volumes first, then the sandbox, as the kubelet's SyncPod does."""
+        namespace = pod["metadata"]["namespace"]
+        for volume in pod["spec"].get("volumes", []):
+            source = volume.get("configMap")
+            if source and not source.get("optional") and self.store.get(
+                    CONFIGMAPS, namespace, source.get("name")) is None:
+                return "FailedMount", (
+                    f"MountVolume.SetUp failed for volume \"{volume['name']}\""
+                    f" : configmap \"{source.get('name')}\" not found")
+        runtime, problem = self._runtime_for(pod)
+        if problem:
+            return "FailedCreatePodSandBox", problem
+        self.runs[pod["metadata"]["uid"]].runtime = runtime
+        return None
+
+    def _step_container(self, pod, run, cr, spec):
+        if cr.state == "running":
+            self._advance_running(pod, run, cr)
+            return
+        if cr.state == "terminated" and not self._restarts(pod, cr):
+            return
+        if self.now < cr.next_start:
+            return  # CrashLoopBackOff
+        problem = self._start_blocker(pod, cr, spec)
+        if problem:
+            cr.state, cr.reason, cr.message = ("waiting",) + problem[:2]
+            if problem[2]:
+                self.event(pod, "Warning", problem[3], problem[2], "kubelet",
+                           f"spec.containers{{{cr.name}}}")
+            return
+        self._start_container(pod, run, cr, spec)
+
+    def _restarts(self, pod, cr):
+        policy = pod["spec"].get("restartPolicy", "Always")
+        return policy == "Always" or (policy == "OnFailure"
+                                      and cr.exit_code != 0)
+
+    def _start_blocker(self, pod, cr, spec):
+        """(reason, message, event message, event reason) or None."""
+        image = spec.get("image", "")
+        ref = normalize_image(image)
+        policy = spec.get("imagePullPolicy", "IfNotPresent")
+        images = self.host.images()  # None: no containerd, all present
+        if images is not None and (policy == "Always" or ref not in images):
+            # An air-gapped node: the registry's name does not even resolve.
+            cr.pull_failures += 1
+            if cr.pull_failures == 1:
+                why = _pull_error(ref)
+                return ("ErrImagePull", why,
+                        f"Failed to pull image \"{image}\": {why}", "Failed")
+            return ("ImagePullBackOff", f"Back-off pulling image \"{image}\"",
+                    f"Back-off pulling image \"{image}\"", "BackOff")
+        namespace = pod["metadata"]["namespace"]
+        for env in spec.get("env", []):
+            ref_cm = get_path(env, ("valueFrom", "configMapKeyRef"))
+            if ref_cm and not ref_cm.get("optional"):
+                cm = self.store.get(CONFIGMAPS, namespace, ref_cm.get("name"))
+                if cm is None or ref_cm.get("key") not in cm.get("data", {}):
+                    text = (f"configmap \"{ref_cm.get('name')}\" not found"
+                            if cm is None else f"couldn't find key "
+                            f"{ref_cm.get('key')} in ConfigMap {namespace}/"
+                            f"{ref_cm.get('name')}")
+                    return ("CreateContainerConfigError", text,
+                            f"Error: {text}", "Failed")
+        run = self.runs[pod["metadata"]["uid"]]
+        wants_gpu = is_plugin(spec) or gpu_request(spec)
+        if wants_gpu and run.runtime.nvidia and not self.driver:
+            text = ("failed to create containerd task: failed to create shim "
+                    "task: OCI runtime create failed: runc create failed: "
+                    "unable to start container process: error during "
+                    "container init: error running prestart hook #0: exit "
+                    "status 1, stdout: , stderr: Auto-detected mode as "
+                    "'legacy'\nnvidia-container-cli: initialization error: "
+                    "nvml error: driver not loaded: unknown")
+            return ("RunContainerError", text, f"Error: {text}", "Failed")
+        return None
+
+    def _start_container(self, pod, run, cr, spec):
+        restarting = cr.started_at is not None
+        if restarting:
+            cr.restarts += 1
+            cr.previous_log = cr.log
+        cr.state, cr.reason, cr.message = "running", "", ""
+        cr.started_at = self.now
+        cr.exit_at = cr.ready_at = cr.register_at = None
+        cr.container_id = "containerd://" + hashlib.sha256(
+            f"{run.uid}/{cr.name}/{cr.restarts}".encode()).hexdigest()
+        cr.image_id = normalize_image(spec["image"]).split("@")[0] + \
+            "@sha256:" + hashlib.sha256(spec["image"].encode()).hexdigest()
+        cr.pull_failures = 0
+        field_path = f"spec.containers{{{cr.name}}}"
+        if not restarting:
+            self.event(pod, "Normal", "Pulled", f"Container image "
+                       f"\"{spec['image']}\" already present on machine",
+                       "kubelet", field_path)
+        self.event(pod, "Normal", "Created", f"Created container: {cr.name}",
+                   "kubelet", field_path)
+        self.event(pod, "Normal", "Started", f"Started container {cr.name}",
+                   "kubelet", field_path)
+        launch = self._launch(pod, run, spec)
+        cr.launch = launch
+        cr.log = launch.log
+        cr.exit_code_due = launch.exit_code
+        if launch.exit_code is not None:
+            cr.exit_at = self.now + launch.exit_after
+        if self._cgroup_mismatch(run.runtime) and (
+                cr.exit_at is None
+                or cr.exit_at > self.now + CGROUP_KILL_SECONDS):
+            cr.exit_at = self.now + CGROUP_KILL_SECONDS
+            cr.exit_code_due = 137  # SIGKILL
+        if launch.exit_code is None:
+            cr.ready_at = self.now + (self.plugin_start if is_plugin(spec)
+                                      else 0)
+        if launch.resources:
+            cr.register_at = self.now + self.plugin_start
+
+    def _launch(self, pod, run, spec):
+        if is_plugin(spec):
+            env = {e["name"]: str(e.get("value", "")) for e in
+                   spec.get("env", []) if "name" in e}
+            config = self._mounted_file(pod, spec, env.get("CONFIG_FILE"))
+            return plugin_launch(env, config, run.runtime, self.driver,
+                                 self.gpus)
+        if gpu_request(spec):
+            return workload_launch(run.runtime, self.driver)
+        return Launch("")  # any other container runs, silently, until stopped
+
+    def _admission_failure(self, pod):
+        """The device plugin refuses to allocate more than one shared slot
+        when failRequestsGreaterThanOne is set: the kubelet fails the pod."""
+        live = self._live_registrations()
+        for spec in pod["spec"]["containers"]:
+            request = gpu_request(spec)
+            reg = live.get(request[0]) if request else None
+            if reg is not None and reg.fail_gt1 and request[1] > 1:
+                return (f"Allocate failed due to rpc error: code = Unknown "
+                        f"desc = request for '{request[0]}: {request[1]}' too "
+                        f"large: maximum request size for shared resources "
+                        f"is 1, which is unexpected")
+        return None
+
+    def _cgroup_mismatch(self, runtime):
+        runc = self.runtimes.get("runc")
+        return runc is not None and runtime is not None and \
+            runtime.systemd_cgroup != runc.systemd_cgroup
+
+    def _mounted_file(self, pod, spec, path):
+        """The content of `path` as the container sees it, read now (the
+        plugin reads its config once, at start): None when path is None,
+        False when no configMap volume provides it."""
+        if not path:
+            return None
+        volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
+        for mount in spec.get("volumeMounts", []):
+            base = mount.get("mountPath", "").rstrip("/") + "/"
+            if not path.startswith(base):
+                continue
+            source = volumes.get(mount.get("name"), {}).get("configMap")
+            if not source:
+                continue
+            relative = path[len(base):]
+            key = relative
+            for item in source.get("items") or []:
+                if item.get("path") == relative:
+                    key = item.get("key")
+            cm = self.store.get(CONFIGMAPS, pod["metadata"]["namespace"],
+                                source.get("name"))
+            if cm is not None and key in cm.get("data", {}):
+                return cm["data"][key]
+        return False
+
+    def _advance_running(self, pod, run, cr):
+        if cr.register_at is not None and self.now >= cr.register_at:
+            self._register(pod, cr)
+            cr.register_at = None
+        if cr.exit_at is not None and self.now >= cr.exit_at:
+            self._exit_container(pod, run, cr)
+
+    def _register(self, pod, cr):
+        ref = controller_of(pod) or {}
+        ds_uid = ref.get("uid", "")
+        self.registrations = [
+            r for r in self.registrations
+            if not (r.ended and (r.ds_uid == ds_uid and ds_uid
+                                 or r.pod_uid == pod["metadata"]["uid"]))]
+        for name, replicas in cr.launch.resources:
+            self.registrations.append(Registration(
+                name, replicas, self.gpus, pod["metadata"]["uid"], ds_uid,
+                cr.name, self.now,
+                cr.launch.fail_requests_greater_than_one))
+
+    def _exit_container(self, pod, run, cr):
+        code = cr.exit_code_due
+        cr.exit_code = code
+        cr.finished_at = self.now
+        cr.exit_at = cr.register_at = cr.ready_at = None
+        for reg in self.registrations:
+            if reg.pod_uid == run.uid and reg.container == cr.name:
+                reg.ended = True
+        terminated = {"exitCode": code,
+                      "reason": "Completed" if code == 0 else "Error",
+                      "startedAt": now_iso(cr.started_at),
+                      "finishedAt": now_iso(self.now),
+                      "containerID": cr.container_id}
+        cr.last_terminated = terminated
+        if not self._restarts(pod, cr):
+            cr.state = "terminated"
+            return
+        backoff = min(10.0 * (2 ** cr.restarts), BACKOFF_MAX_SECONDS)
+        cr.next_start = self.now + backoff
+        cr.state, cr.reason = "waiting", "CrashLoopBackOff"
+        pod_ref = (f"{pod['metadata']['name']}_{pod['metadata']['namespace']}"
+                   f"({pod['metadata']['uid']})")
+        cr.message = (f"back-off {int(backoff)}s restarting failed "
+                      f"container={cr.name} pod={pod_ref}")
+        self.event(pod, "Warning", "BackOff", f"Back-off restarting failed "
+                   f"container {cr.name} in pod {pod_ref}", "kubelet",
+                   f"spec.containers{{{cr.name}}}")
+
+    # ------------------------------------------------------- pod status
+
+    def _container_status(self, cr, spec):
+        status = {"name": cr.name, "image": spec["image"],
+                  "imageID": cr.image_id, "ready": False,
+                  "restartCount": cr.restarts, "started": False,
+                  "lastState": {"terminated": cr.last_terminated}
+                  if cr.last_terminated and cr.state != "terminated" else {}}
+        if cr.state == "running":
+            status["state"] = {"running": {
+                "startedAt": now_iso(cr.started_at)}}
+            status["started"] = True
+            status["ready"] = cr.ready_at is not None and \
+                self.now >= cr.ready_at
+        elif cr.state == "terminated" and cr.last_terminated:
+            status["state"] = {"terminated": cr.last_terminated}
+        else:
+            waiting = {"reason": cr.reason}
+            if cr.message:
+                waiting["message"] = cr.message
+            status["state"] = {"waiting": waiting}
+        if cr.container_id:
+            status["containerID"] = cr.container_id
+        return status
+
+    def _pod_status(self, pod, run):
+        status = copy.deepcopy(pod.get("status", {}))
+        specs = pod["spec"]["containers"]
+        statuses = [self._container_status(run.containers[s["name"]], s)
+                    for s in specs]
+        states = [run.containers[s["name"]] for s in specs]
+        status["phase"] = self._phase(states)
+        all_ready = all(s["ready"] for s in statuses)
+        conditions = status.setdefault("conditions", [])
+        self._set_condition(conditions, "PodReadyToStartContainers",
+                            "True" if run.sandbox else "False")
+        self._set_condition(conditions, "Initialized", "True")
+        not_ready = None if all_ready else "ContainersNotReady"
+        names = ", ".join(s["name"] for s in statuses if not s["ready"])
+        message = (f"containers with unready status: [{names}]"
+                   if not all_ready else None)
+        if status["phase"] in ("Succeeded", "Failed"):
+            not_ready, message = "PodCompleted", None
+        for kind in ("Ready", "ContainersReady"):
+            self._set_condition(conditions, kind,
+                                "True" if all_ready else "False", not_ready,
+                                message)
+        self._set_condition(conditions, "PodScheduled", "True")
+        order = ["PodReadyToStartContainers", "Initialized", "Ready",
+                 "ContainersReady", "PodScheduled"]
+        conditions.sort(key=lambda c: order.index(c["type"])
+                        if c["type"] in order else len(order))
+        status["hostIP"] = NODE_IP
+        status["hostIPs"] = [{"ip": NODE_IP}]
+        if run.ip:
+            status["podIP"] = run.ip
+            status["podIPs"] = [{"ip": run.ip}]
+        status.setdefault("startTime", now_iso(run.first_seen))
+        status["containerStatuses"] = statuses
+        return status
+
+    @staticmethod
+    def _phase(containers):
+        if all(c.state == "terminated" for c in containers):
+            failed = any(c.exit_code != 0 for c in containers)
+            return "Failed" if failed else "Succeeded"
+        if any(c.started_at is not None for c in containers):
+            return "Running"
+        return "Pending"
+
+    # ---------------------------------------------------------- node
+
+    def _live_registrations(self):
+        best = {}
+        for reg in self.registrations:
+            # Like kubelet's device manager: a plugin that stopped (its pod
+            # deleted, e.g. by a rollout) takes its devices with it at once;
+            # the resource reads 0 until a plugin registers again.
+            live = not reg.ended
+            if live and (reg.resource not in best
+                         or reg.at >= best[reg.resource].at):
+                best[reg.resource] = reg
+        return best
+
+    def sync_node(self):
+        node = self.node()
+        if node is None:
+            return
+        status = node["status"]
+        for reg in self.registrations:
+            self.extended.setdefault(reg.resource, {"capacity": "0",
+                                                    "dropped_at": None})
+        live = self._live_registrations()
+        for name, record in self.extended.items():
+            reg = live.get(name)
+            if reg is not None:
+                record["capacity"] = str(reg.gpus * reg.replicas)
+                record["dropped_at"] = None
+                allocatable = str(min(self.healthy, reg.gpus) * reg.replicas)
+            else:
+                if record["dropped_at"] is None:
+                    record["dropped_at"] = self.now
+                if self.now - record["dropped_at"] > CAPACITY_GRACE_SECONDS:
+                    record["capacity"] = "0"
+                else:
+                    self.due(record["dropped_at"] + CAPACITY_GRACE_SECONDS)
+                allocatable = "0"
+            status["capacity"][name] = record["capacity"]
+            if status["allocatable"].get(name) != allocatable:
+                self.allocatable_changed_at = self.now
+            status["allocatable"][name] = allocatable
+        status["runtimeHandlers"] = [
+            {"name": name, "features": {"recursiveReadOnlyMounts": True,
+                                        "userNamespaces": True}}
+            for name in sorted(set(self.runtimes) | {""})]
+        self.registry.save(NODES, node)
+
+    def sync_daemonset_status(self):
+        node = self.node()
+        for ds in self.store.list(DAEMONSETS):
+            pods = [p for p in self.pods_of(ds)
+                    if not p["metadata"].get("deletionTimestamp")]
+            template_spec = get_path(ds, ("spec", "template", "spec"), {})
+            desired = 1 if node is not None and self._node_selected(
+                template_spec, node) else 0
+            ready = sum(1 for p in pods if (condition(
+                get_path(p, ("status", "conditions")), "Ready") or {}).get(
+                "status") == "True")
+            current = template_hash(ds)
+            updated = sum(1 for p in pods if p["metadata"].get(
+                "labels", {}).get("controller-revision-hash") == current)
+            status = {"currentNumberScheduled": min(len(pods), desired),
+                      "numberMisscheduled": 0,
+                      "desiredNumberScheduled": desired, "numberReady": ready,
+                      "observedGeneration": ds["metadata"].get("generation",
+                                                               1)}
+            for key, value in (("updatedNumberScheduled", updated),
+                               ("numberAvailable", ready),
+                               ("numberUnavailable", desired - ready)):
+                if value > 0:
+                    status[key] = value
+            ds["status"] = status
+            self.registry.save(DAEMONSETS, ds)
+
+    # ------------------------------------------------------------ logs
+
+    def logs(self, pod, container, previous):
+        """(text) or raises the Status the real log endpoint answers."""
+        name = pod["metadata"]["name"]
+        names = [c["name"] for c in pod["spec"]["containers"]]
+        if not container:
+            if len(names) > 1:
+                raise errors.bad_request(
+                    f"a container name must be specified for pod {name}, "
+                    f"choose one of: [{' '.join(names)}]")
+            container = names[0]
+        if container not in names:
+            raise errors.bad_request(f"container {container} is not valid for "
+                                     f"pod {name}")
+        if not pod["spec"].get("nodeName"):
+            raise errors.bad_request(f"pod {name} does not have a host "
+                                     f"assigned")
+        run = self.runs.get(pod["metadata"]["uid"])
+        cr = run.containers.get(container) if run else None
+        if previous:
+            if cr is None or cr.previous_log is None:
+                raise errors.bad_request(f"previous terminated container "
+                                         f"\"{container}\" in pod \"{name}\" "
+                                         f"not found")
+            return cr.previous_log
+        if cr is None or cr.started_at is None:
+            reason = cr.reason if cr else "ContainerCreating"
+            if reason in ("ErrImagePull", "ImagePullBackOff"):
+                reason = "trying and failing to pull image"
+            raise errors.bad_request(f"container \"{container}\" in pod "
+                                     f"\"{name}\" is waiting to start: "
+                                     f"{reason}")
+        return cr.log

@@ -1,0 +1,438 @@
+// Kubeconfig loading: k3s's shape, general kubeconfigs, and every way a
+// kubeconfig can be wrong, each named with the file and the key.
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+
+#include "gpunode/kube.hpp"
+#include "gpunode/system_host.hpp"
+#include "test_support.hpp"
+
+using namespace gpunode;
+using gpunode::test::TempDir;
+using gpunode::test::write_text;
+
+namespace {
+
+const std::string kCa =
+    "-----BEGIN CERTIFICATE-----\nMIIBcaCA\n-----END CERTIFICATE-----\n";
+const std::string kCert =
+    "-----BEGIN CERTIFICATE-----\nMIIBclient\n-----END CERTIFICATE-----\n";
+const std::string kKey =
+    "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIkey\n-----END EC PRIVATE "
+    "KEY-----\n";
+const std::string kSource = "/etc/rancher/k3s/k3s.yaml";
+
+std::string b64(const std::string& in) {
+  static const char* t =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
+                       (static_cast<unsigned char>(in[i + 1]) << 8) |
+                       static_cast<unsigned char>(in[i + 2]);
+    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
+  }
+  if (in.size() - i == 1) {
+    const unsigned v = static_cast<unsigned char>(in[i]) << 16;
+    out += {t[v >> 18], t[(v >> 12) & 63], '=', '='};
+  } else if (in.size() - i == 2) {
+    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
+                       (static_cast<unsigned char>(in[i + 1]) << 8);
+    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+// What k3s writes to /etc/rancher/k3s/k3s.yaml, with `cluster_extra` and
+// `user_extra` lines added (already indented) and fields replaced.
+std::string k3s_yaml(const std::string& cluster_extra = "",
+                     const std::string& user_extra = "", std::string ca = "",
+                     std::string cert = "", std::string key = "") {
+  if (ca.empty()) ca = b64(kCa);
+  if (cert.empty()) cert = b64(kCert);
+  if (key.empty()) key = b64(kKey);
+  return "apiVersion: v1\n"
+         "clusters:\n"
+         "- cluster:\n"
+         "    certificate-authority-data: " +
+         ca +
+         "\n"
+         "    server: https://127.0.0.1:6443\n" +
+         cluster_extra +
+         "  name: default\n"
+         "contexts:\n"
+         "- context:\n"
+         "    cluster: default\n"
+         "    user: default\n"
+         "  name: default\n"
+         "current-context: default\n"
+         "kind: Config\n"
+         "preferences: {}\n"
+         "users:\n"
+         "- name: default\n"
+         "  user:\n"
+         "    client-certificate-data: " +
+         cert +
+         "\n"
+         "    client-key-data: " +
+         key + "\n" + user_extra;
+}
+
+// Files a kubeconfig may point at, for parse_kubeconfig.
+struct Files {
+  std::map<std::string, std::string> content;
+  std::vector<std::string> asked;
+  Result<std::string> operator()(const std::string& path) {
+    asked.push_back(path);
+    auto it = content.find(path);
+    if (it == content.end()) {
+      return Error{ExitCode::kUsage,
+                   "file",
+                   "cannot read " + path + ": No such file or directory",
+                   {}};
+    }
+    return it->second;
+  }
+};
+
+Result<kube::Kubeconfig> parse(const std::string& yaml, Files& files,
+                               const std::string& source = kSource) {
+  return kube::parse_kubeconfig(
+      yaml, source, [&files](const std::string& p) { return files(p); });
+}
+
+Result<kube::Kubeconfig> parse(const std::string& yaml) {
+  Files none;
+  return parse(yaml, none);
+}
+
+void require_usage_error(const Result<kube::Kubeconfig>& r,
+                         const std::string& fragment) {
+  REQUIRE_FALSE(r);
+  CHECK(r.error().exit == ExitCode::kUsage);
+  CHECK(r.error().layer == "kubeconfig");
+  CHECK_THAT(r.error().message, Catch::Contains(fragment));
+}
+
+// A file system whose kubeconfig exists but cannot be read: the 0600
+// k3s.yaml seen by a non-root user (tests run as root, so a real chmod
+// would not stop them).
+class UnreadableFs : public FileSystem {
+ public:
+  std::string resolve(const std::string& p) const override { return p; }
+  std::optional<FileInfo> stat(const std::string&) const override {
+    FileInfo info;
+    info.type = FileInfo::Type::kRegular;
+    info.size = 2000;
+    info.mode = 0600;
+    return info;
+  }
+  Result<std::string> read_file(const std::string& p,
+                                std::size_t) const override {
+    return Error{ExitCode::kUsage,
+                 "file",
+                 "cannot read " + p + ": Permission denied",
+                 {}};
+  }
+  bool is_executable_file(const std::string&) const override { return false; }
+  std::vector<std::string> list_dir(const std::string&) const override {
+    return {};
+  }
+  Result<void> create_directories(const std::string&) override { return {}; }
+  Result<void> write_file_atomic(const std::string&, const std::string&,
+                                 unsigned) override {
+    return {};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("k3s's kubeconfig: embedded CA, client certificate and key",
+          "[kube]") {
+  TempDir t;
+  write_text(t.path() + kSource, k3s_yaml(), 0600);
+  auto fs = make_rooted_file_system(t.path());
+  auto config = kube::load_kubeconfig(*fs, kSource);
+  REQUIRE(config);
+  CHECK(config->source == kSource);
+  CHECK(config->context == "default");
+  CHECK(config->server == "https://127.0.0.1:6443");
+  CHECK(config->ca_pem == kCa);
+  CHECK(config->client_cert_pem == kCert);
+  CHECK(config->client_key_pem == kKey);
+  CHECK(config->token.empty());
+}
+
+TEST_CASE("base64 wrapped over several lines still decodes", "[kube]") {
+  // A YAML block scalar keeps line breaks; they are not part of the data.
+  std::string wrapped = b64(kCa);
+  wrapped.insert(20, "\n      ");
+  const std::string yaml = k3s_yaml("", "", "|\n      " + wrapped);
+  auto config = parse(yaml);
+  REQUIRE(config);
+  CHECK(config->ca_pem == kCa);
+}
+
+TEST_CASE("general kubeconfig: file references, relative to its folder",
+          "[kube]") {
+  TempDir t;
+  const std::string yaml =
+      "apiVersion: v1\n"
+      "kind: Config\n"
+      "current-context: ops\n"
+      "clusters:\n"
+      "- name: prod\n"
+      "  cluster:\n"
+      "    server: https://10.0.0.1:6443/\n"
+      "    certificate-authority: ca.crt\n"
+      "users:\n"
+      "- name: admin\n"
+      "  user:\n"
+      "    client-certificate: /srv/pki/admin.crt\n"
+      "    client-key: ../keys/admin.key\n"
+      "contexts:\n"
+      "- name: ops\n"
+      "  context: {cluster: prod, user: admin, namespace: kube-system}\n";
+  write_text(t.path() + "/home/op/.kube/config", yaml);
+  write_text(t.path() + "/home/op/.kube/ca.crt", kCa);
+  write_text(t.path() + "/srv/pki/admin.crt", kCert);
+  write_text(t.path() + "/home/op/keys/admin.key", kKey, 0600);
+  auto fs = make_rooted_file_system(t.path());
+  auto config = kube::load_kubeconfig(*fs, "/home/op/.kube/config");
+  REQUIRE(config);
+  CHECK(config->context == "ops");
+  CHECK(config->server == "https://10.0.0.1:6443");  // trailing '/' dropped
+  CHECK(config->ca_pem == kCa);
+  CHECK(config->client_cert_pem == kCert);
+  CHECK(config->client_key_pem == kKey);
+}
+
+TEST_CASE("relative references resolve against the kubeconfig's folder",
+          "[kube]") {
+  Files files;
+  files.content["/a/b/ca.crt"] = kCa;
+  files.content["/a/b/../tok"] = "s3cret\n";  // the file system resolves ".."
+  const std::string yaml =
+      "clusters: [{name: c, cluster: {server: 'https://h:6443', "
+      "certificate-authority: ca.crt}}]\n"
+      "users: [{name: u, user: {tokenFile: ../tok}}]\n"
+      "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+      "current-context: x\n";
+  auto config = parse(yaml, files, "/a/b/kubeconfig");
+  REQUIRE(config);
+  CHECK(files.asked == std::vector<std::string>{"/a/b/ca.crt", "/a/b/../tok"});
+  CHECK(config->token == "s3cret");  // the trailing newline is not the token
+  CHECK(config->client_cert_pem.empty());
+}
+
+TEST_CASE("bearer token, inline", "[kube]") {
+  const std::string yaml =
+      "clusters: [{name: c, cluster: {server: 'https://h:6443', "
+      "certificate-authority-data: " +
+      b64(kCa) +
+      "}}]\n"
+      "users: [{name: u, user: {token: abc.def}}]\n"
+      "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+      "current-context: x\n";
+  auto config = parse(yaml);
+  REQUIRE(config);
+  CHECK(config->token == "abc.def");
+  CHECK(config->client_key_pem.empty());
+}
+
+TEST_CASE("current-context picks cluster and user among several", "[kube]") {
+  const std::string ca = b64(kCa);
+  const std::string yaml =
+      "clusters:\n"
+      "- {name: one, cluster: {server: 'https://one:6443', "
+      "certificate-authority-data: " +
+      ca +
+      "}}\n"
+      "- {name: two, cluster: {server: 'https://two:6443', "
+      "certificate-authority-data: " +
+      ca +
+      "}}\n"
+      "users:\n"
+      "- {name: u1, user: {token: t1}}\n"
+      "- {name: u2, user: {token: t2}}\n"
+      "contexts:\n"
+      "- {name: a, context: {cluster: one, user: u1}}\n"
+      "- {name: b, context: {cluster: two, user: u2}}\n";
+  SECTION("the named one") {
+    auto config = parse(yaml + "current-context: b\n");
+    REQUIRE(config);
+    CHECK(config->context == "b");
+    CHECK(config->server == "https://two:6443");
+    CHECK(config->token == "t2");
+  }
+  SECTION("unset with two contexts is an error") {
+    require_usage_error(parse(yaml), "current-context is not set");
+  }
+  SECTION("an unknown one is named, with the ones there are") {
+    require_usage_error(
+        parse(yaml + "current-context: prod\n"),
+        kSource +
+            ": context \"prod\" is not defined in contexts (it has: a, b)");
+  }
+}
+
+TEST_CASE("unset current-context with exactly one context uses it", "[kube]") {
+  std::string yaml = k3s_yaml();
+  yaml.replace(yaml.find("current-context: default\n"),
+               std::string("current-context: default\n").size(), "");
+  auto config = parse(yaml);
+  REQUIRE(config);
+  CHECK(config->context == "default");
+}
+
+TEST_CASE("bad kubeconfigs are named with file, key and error class",
+          "[kube]") {
+  SECTION("not YAML") {
+    require_usage_error(parse("clusters: [unclosed\n  - {"),
+                        kSource + ": is not valid YAML");
+  }
+  SECTION("YAML but not a kubeconfig") {
+    require_usage_error(parse("just a string\n"), "is not a kubeconfig");
+  }
+  SECTION("bad base64") {
+    require_usage_error(
+        parse(k3s_yaml("", "", "", "", "not*base64!")),
+        "/etc/rancher/k3s/k3s.yaml: users[default].user.client-key-data is "
+        "not valid base64");
+  }
+  SECTION("bad padding") {
+    require_usage_error(parse(k3s_yaml("", "", "QUJD=QUJD")),
+                        "clusters[default].cluster.certificate-authority-data "
+                        "is not valid base64");
+  }
+  SECTION("base64 of something that is not PEM") {
+    require_usage_error(parse(k3s_yaml("", "", "", b64("\x30\x82\x01\x0a"))),
+                        "users[default].user.client-certificate-data is not a "
+                        "PEM certificate");
+  }
+  SECTION("a certificate where the key belongs") {
+    require_usage_error(parse(k3s_yaml("", "", "", "", b64(kCert))),
+                        "users[default].user.client-key-data is PEM but holds "
+                        "no private key");
+  }
+  SECTION("an encrypted key") {
+    const std::string enc =
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMII\n-----END ENCRYPTED "
+        "PRIVATE KEY-----\n";
+    require_usage_error(parse(k3s_yaml("", "", "", "", b64(enc))),
+                        "is an encrypted private key");
+  }
+  SECTION("missing CA") {
+    std::string yaml = k3s_yaml();
+    const auto at = yaml.find("    certificate-authority-data:");
+    yaml.erase(at, yaml.find('\n', at) - at + 1);
+    auto r = parse(yaml);
+    require_usage_error(r,
+                        "clusters[default].cluster has neither "
+                        "certificate-authority-data nor certificate-authority");
+  }
+  SECTION("missing server") {
+    std::string yaml = k3s_yaml();
+    const auto at = yaml.find("    server:");
+    yaml.erase(at, yaml.find('\n', at) - at + 1);
+    require_usage_error(
+        parse(yaml), kSource + ": clusters[default].cluster.server is missing");
+  }
+  SECTION("plain http server") {
+    std::string yaml = k3s_yaml();
+    yaml.replace(yaml.find("https://"), 8, "http://");
+    require_usage_error(parse(yaml), "only https:// servers are supported");
+  }
+  SECTION("insecure-skip-tls-verify is refused") {
+    auto r = parse(k3s_yaml("    insecure-skip-tls-verify: true\n"));
+    require_usage_error(r,
+                        "clusters[default].cluster.insecure-skip-tls-verify is "
+                        "true; gpunode always verifies");
+    CHECK_THAT(r.error().fix, Catch::Contains("certificate-authority-data"));
+  }
+  SECTION("insecure-skip-tls-verify: false is fine") {
+    CHECK(parse(k3s_yaml("    insecure-skip-tls-verify: false\n")).ok());
+  }
+  SECTION("certificate without key") {
+    std::string yaml = k3s_yaml();
+    const auto at = yaml.find("    client-key-data:");
+    yaml.erase(at, yaml.find('\n', at) - at + 1);
+    require_usage_error(parse(yaml),
+                        "users[default].user has a client certificate but no "
+                        "client key");
+  }
+  SECTION("only an exec plugin") {
+    const std::string yaml =
+        "clusters: [{name: c, cluster: {server: 'https://h:6443', "
+        "certificate-authority-data: " +
+        b64(kCa) +
+        "}}]\n"
+        "users: [{name: u, user: {exec: {command: aws}}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n";
+    require_usage_error(parse(yaml),
+                        "users[u].user has no credentials gpunode can use "
+                        "(exec and auth-provider plugins are not supported)");
+  }
+  SECTION("a referenced file that is missing") {
+    Files files;
+    const std::string yaml =
+        "clusters: [{name: c, cluster: {server: 'https://h:6443', "
+        "certificate-authority: /etc/k/ca.crt}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n";
+    require_usage_error(parse(yaml, files),
+                        kSource +
+                            ": clusters[c].cluster.certificate-authority: "
+                            "cannot read /etc/k/ca.crt");
+  }
+  SECTION("a context naming a cluster that is not there") {
+    std::string yaml = k3s_yaml();
+    yaml.replace(yaml.find("    cluster: default"), 20, "    cluster: gone");
+    require_usage_error(parse(yaml),
+                        "cluster \"gone\" is not defined in clusters (it has: "
+                        "default)");
+  }
+  SECTION("a string where a list belongs") {
+    require_usage_error(
+        parse("clusters: nope\ncontexts: [{name: x, context: {cluster: c, "
+              "user: u}}]\ncurrent-context: x\n"),
+        "clusters is not a list");
+  }
+  SECTION("a map where a string belongs") {
+    std::string yaml = k3s_yaml();
+    yaml.replace(yaml.find("server: https://127.0.0.1:6443"),
+                 std::string("server: https://127.0.0.1:6443").size(),
+                 "server: {url: x}");
+    require_usage_error(parse(yaml),
+                        "clusters[default].cluster.server is not a string");
+  }
+}
+
+TEST_CASE("loading: missing, a directory, unreadable", "[kube]") {
+  TempDir t;
+  auto fs = make_rooted_file_system(t.path());
+  SECTION("missing: k3s not started, or an agent node") {
+    auto r = kube::load_kubeconfig(*fs, kSource);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().exit == ExitCode::kBlocked);
+    CHECK_THAT(r.error().message, Catch::Contains(kSource + " does not exist"));
+    CHECK_THAT(r.error().fix, Catch::Contains("agent node"));
+  }
+  SECTION("a directory") {
+    write_text(t.path() + kSource + "/x", "");
+    auto r = kube::load_kubeconfig(*fs, kSource);
+    require_usage_error(r, kSource + ": is a directory");
+  }
+  SECTION("unreadable: not root") {
+    UnreadableFs unreadable;
+    auto r = kube::load_kubeconfig(unreadable, kSource);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().exit == ExitCode::kCannotRun);
+    CHECK_THAT(r.error().message, Catch::Contains("Permission denied"));
+    CHECK_THAT(r.error().fix, Catch::Contains("sudo"));
+  }
+}
