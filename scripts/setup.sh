@@ -12,6 +12,10 @@ build_packages=(g++ cmake ninja-build pkg-config
   containerd
   python3-yaml openssl)  # the simulated k3s node (test/sim/k3s_sim.py)
 
+# Real kubectl drives the simulated node in the tests. This machine image
+# ships a current one; elsewhere Debian's own (kubernetes-client) stands in.
+command -v kubectl >/dev/null 2>&1 || build_packages+=(kubernetes-client)
+
 missing=()
 for p in "${build_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

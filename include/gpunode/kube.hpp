@@ -46,6 +46,10 @@ Result<Kubeconfig> parse_kubeconfig(
 struct RetryPolicy {
   std::chrono::milliseconds first_backoff{200};
   std::chrono::milliseconds max_backoff{5000};
+  // One request stops retrying after this long even when the run's deadline
+  // is further away: an API server that restarts is back within it, and one
+  // that is down should be reported, not waited on for the whole --timeout.
+  std::chrono::milliseconds give_up_after{60000};
 };
 
 enum class WatchStep { kContinue, kDone };

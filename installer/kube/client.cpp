@@ -350,7 +350,8 @@ class HttpClient : public Client {
       e.message += " (the server asked to retry after " +
                    seconds_text(*v.retry_after) + ", past the deadline)";
     } else {
-      e.message += " (the deadline left no time for another)";
+      e.message +=
+          " (no time left for another within the deadline or the retry limit)";
     }
     return e;
   }
@@ -369,6 +370,8 @@ class HttpClient : public Client {
                              SteadyTime deadline,
                              const std::vector<int>& pass = {}) {
     int attempts = 0;
+    const SteadyTime retry_until =
+        std::min(deadline, clock_.steady_now() + retry_.give_up_after);
     for (;;) {
       const SteadyTime now = clock_.steady_now();
       if (now >= deadline) {
@@ -395,7 +398,7 @@ class HttpClient : public Client {
                                  (attempts == 1 ? " attempt)" : " attempts)"));
       }
       if (!v.retry) return note_attempts(std::move(v.error), attempts);
-      auto delay = next_delay(v, attempts, deadline);
+      auto delay = next_delay(v, attempts, retry_until);
       if (!delay) return delay.error();
       clock_.sleep_for(*delay);
     }

@@ -314,7 +314,7 @@ TEST_CASE(
     node.sim->faults({{"refuse_ms", 60000}});
     Run r = node.install({"--timeout", "5s"});
     INFO(r.err);
-    CHECK((r.exit_code == 1 || r.exit_code == 3));
+    CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Catch::Contains("k3s"));
   }
   CHECK(node.sim->stats()["writes"] == 0);

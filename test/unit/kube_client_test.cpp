@@ -648,3 +648,20 @@ TEST_CASE("an expired client certificate is refused before connecting",
     CHECK_THAT(c.error().message, Catch::Contains("certificate authority"));
   }
 }
+
+TEST_CASE(
+    "an API server that stays down is reported after the retry limit, not the "
+    "deadline",
+    "[kube]") {
+  Harness h;
+  for (int i = 0; i < 200; ++i) h.script.push_back(refused());
+  const auto start = h.clock.steady_now();
+  // The run's --timeout is 10 minutes; one request gives up after a minute.
+  auto r = h.client->get("/apis/node.k8s.io/v1/runtimeclasses/nvidia",
+                         h.in(std::chrono::minutes(10)));
+  REQUIRE_FALSE(r);
+  CHECK(r.error().exit == ExitCode::kBlocked);
+  CHECK(h.clock.steady_now() - start <= seconds(60));
+  CHECK(h.clock.steady_now() - start >= seconds(50));
+  CHECK_THAT(r.error().message, Catch::Contains("retry limit"));
+}
