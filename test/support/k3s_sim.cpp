@@ -172,48 +172,13 @@ std::string key_pem(EVP_PKEY* key) {
   return bio_text(bio.get());
 }
 
-std::string base64(const std::string& data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  const int n =
-      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                      reinterpret_cast<const unsigned char*>(data.data()),
-                      static_cast<int>(data.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
 // k3s's /etc/rancher/k3s/k3s.yaml, byte for byte in shape.
 std::string kubeconfig_text(int port, const std::string& ca,
                             const std::string& cert, const std::string& key) {
-  return "apiVersion: v1\n"
-         "clusters:\n"
-         "- cluster:\n"
-         "    certificate-authority-data: " +
-         base64(ca) +
-         "\n"
-         "    server: https://127.0.0.1:" +
-         std::to_string(port) +
-         "\n"
-         "  name: default\n"
-         "contexts:\n"
-         "- context:\n"
-         "    cluster: default\n"
-         "    user: default\n"
-         "  name: default\n"
-         "current-context: default\n"
-         "kind: Config\n"
-         "preferences: {}\n"
-         "users:\n"
-         "- name: default\n"
-         "  user:\n"
-         "    client-certificate-data: " +
-         base64(cert) +
-         "\n"
-         "    client-key-data: " +
-         base64(key) + "\n";
+  return k3s_kubeconfig("https://127.0.0.1:" + std::to_string(port), base64(ca),
+                        base64(cert), base64(key));
 }
 
-// The end of the simulator's log, for error messages.
 std::string tail_of(const std::string& path) {
   std::string text;
   try {

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -88,6 +89,48 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() { remove_tree(path_); }
+
+std::string base64(const std::string& data) {
+  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
+  const int n =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(data.data()),
+                      static_cast<int>(data.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+std::string k3s_kubeconfig(const std::string& server, const std::string& ca_b64,
+                           const std::string& cert_b64,
+                           const std::string& key_b64,
+                           const std::string& cluster_extra,
+                           const std::string& user_extra) {
+  return "apiVersion: v1\n"
+         "clusters:\n"
+         "- cluster:\n"
+         "    certificate-authority-data: " +
+         ca_b64 +
+         "\n"
+         "    server: " +
+         server + "\n" + cluster_extra +
+         "  name: default\n"
+         "contexts:\n"
+         "- context:\n"
+         "    cluster: default\n"
+         "    user: default\n"
+         "  name: default\n"
+         "current-context: default\n"
+         "kind: Config\n"
+         "preferences: {}\n"
+         "users:\n"
+         "- name: default\n"
+         "  user:\n"
+         "    client-certificate-data: " +
+         cert_b64 +
+         "\n"
+         "    client-key-data: " +
+         key_b64 + "\n" + user_extra;
+}
 
 bool any_contains(const std::vector<std::string>& lines, const std::string& s) {
   for (const auto& line : lines) {

@@ -86,6 +86,17 @@ class ScopedEnv {
 // True when one of the lines contains `s`.
 bool any_contains(const std::vector<std::string>& lines, const std::string& s);
 
+std::string base64(const std::string& data);
+
+// /etc/rancher/k3s/k3s.yaml in k3s's exact shape (cluster, user and context
+// all "default"), from base64 data; `cluster_extra` and `user_extra` are
+// extra lines, already indented, for the tests of odd kubeconfigs.
+std::string k3s_kubeconfig(const std::string& server, const std::string& ca_b64,
+                           const std::string& cert_b64,
+                           const std::string& key_b64,
+                           const std::string& cluster_extra = "",
+                           const std::string& user_extra = "");
+
 // path (relative to the tree) -> "mode:size:sha256" for every entry, links
 // included as "link:target". Two equal snapshots mean nothing changed.
 std::map<std::string, std::string> snapshot_tree(const std::string& dir);

@@ -23,27 +23,7 @@ const std::string kKey =
     "KEY-----\n";
 const std::string kSource = "/etc/rancher/k3s/k3s.yaml";
 
-std::string b64(const std::string& in) {
-  static const char* t =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
-                       (static_cast<unsigned char>(in[i + 1]) << 8) |
-                       static_cast<unsigned char>(in[i + 2]);
-    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
-  }
-  if (in.size() - i == 1) {
-    const unsigned v = static_cast<unsigned char>(in[i]) << 16;
-    out += {t[v >> 18], t[(v >> 12) & 63], '=', '='};
-  } else if (in.size() - i == 2) {
-    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
-                       (static_cast<unsigned char>(in[i + 1]) << 8);
-    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], '='};
-  }
-  return out;
-}
+std::string b64(const std::string& in) { return gpunode::test::base64(in); }
 
 // What k3s writes to /etc/rancher/k3s/k3s.yaml, with `cluster_extra` and
 // `user_extra` lines added (already indented) and fields replaced.
@@ -53,31 +33,8 @@ std::string k3s_yaml(const std::string& cluster_extra = "",
   if (ca.empty()) ca = b64(kCa);
   if (cert.empty()) cert = b64(kCert);
   if (key.empty()) key = b64(kKey);
-  return "apiVersion: v1\n"
-         "clusters:\n"
-         "- cluster:\n"
-         "    certificate-authority-data: " +
-         ca +
-         "\n"
-         "    server: https://127.0.0.1:6443\n" +
-         cluster_extra +
-         "  name: default\n"
-         "contexts:\n"
-         "- context:\n"
-         "    cluster: default\n"
-         "    user: default\n"
-         "  name: default\n"
-         "current-context: default\n"
-         "kind: Config\n"
-         "preferences: {}\n"
-         "users:\n"
-         "- name: default\n"
-         "  user:\n"
-         "    client-certificate-data: " +
-         cert +
-         "\n"
-         "    client-key-data: " +
-         key + "\n" + user_extra;
+  return gpunode::test::k3s_kubeconfig("https://127.0.0.1:6443", ca, cert, key,
+                                       cluster_extra, user_extra);
 }
 
 // Files a kubeconfig may point at, for parse_kubeconfig.
