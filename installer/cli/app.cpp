@@ -35,6 +35,7 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   register_status(app, io);
   register_uninstall(app, io);
   register_version(app, io);
+  register_bundle(app, io);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -21,6 +21,8 @@ void register_plan(CLI::App& app, CommandIo& io);
 void register_status(CLI::App& app, CommandIo& io);
 void register_uninstall(CLI::App& app, CommandIo& io);
 void register_version(CLI::App& app, CommandIo& io);
+// bundle verify | keygen | create
+void register_bundle(CLI::App& app, CommandIo& io);
 
 // Shared by install, plan and status: validate, build the real host, run the
 // selected stages.

@@ -1,0 +1,429 @@
+// verify_bundle: the bundle comes on removable media that anyone may have
+// handled, so it is treated as hostile input. Signature first (nothing else
+// is trusted before it), then one walk of the tree that never follows a link
+// and keeps a descriptor for each listed file (what we hash is the inode we
+// inspected), then every byte read once, chunks spread over threads.
+// Nothing is ever written under the bundle directory.
+#include <dirent.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "gpunode/bundle.hpp"
+#include "gpunode/journal.hpp"
+
+namespace gpunode::bundle {
+
+namespace {
+
+constexpr const char* kManifestName = "bundle.toml";
+constexpr const char* kSignatureName = "bundle.toml.sig";
+constexpr std::size_t kMaxSignatureBytes = 4096;  // Ed25519: 64 bytes
+constexpr std::size_t kReadBlock = 4u << 20;      // per pread, per thread
+constexpr int kMaxDepth = 64;
+constexpr const char* kFix =
+    "get a fresh copy of the bundle from its publisher; do not install from "
+    "this one";
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = o.fd_;
+      o.fd_ = -1;
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+struct DirCloser {
+  void operator()(DIR* d) const { ::closedir(d); }
+};
+struct MdCtxFree {
+  void operator()(EVP_MD_CTX* p) const { EVP_MD_CTX_free(p); }
+};
+
+Error integrity(std::string message) {
+  return Error{ExitCode::kIntegrity, "bundle", std::move(message), kFix};
+}
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+std::string hex(const unsigned char* md, unsigned len) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned i = 0; i < len; ++i) {
+    out += digits[md[i] >> 4];
+    out += digits[md[i] & 15];
+  }
+  return out;
+}
+
+// Reads a small top-level file (bundle.toml, its signature) without
+// following a link, refusing anything bigger than `cap`. nullopt: absent.
+Result<std::optional<std::string>> read_small(int dirfd, const char* name,
+                                              std::size_t cap) {
+  Fd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
+    const int e = errno;
+    if (e == ENOENT) return std::optional<std::string>();
+    if (e == ELOOP)
+      return integrity(std::string(name) +
+                       ": is a symbolic link; bundles may not contain links");
+    return integrity(std::string(name) + ": cannot open: " + errno_text(e));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0)
+    return integrity(std::string(name) + ": cannot stat: " + errno_text(errno));
+  if (!S_ISREG(st.st_mode))
+    return integrity(std::string(name) + ": is not a regular file");
+  if (static_cast<std::uint64_t>(st.st_size) > cap)
+    return integrity(std::string(name) + ": is " + std::to_string(st.st_size) +
+                     " bytes; at most " + std::to_string(cap) +
+                     " are accepted");
+  std::string data(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < data.size()) {
+    const ssize_t n = ::pread(fd.get(), data.data() + got, data.size() - got,
+                              static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      return integrity(std::string(name) +
+                       ": read failed: " + errno_text(errno));
+    if (n == 0) break;  // shrank while reading: the hash check will say so
+    got += static_cast<std::size_t>(n);
+  }
+  data.resize(got);
+  return std::optional<std::string>(std::move(data));
+}
+
+struct Walk {
+  const std::map<std::string, std::size_t>& listed;  // path -> files index
+  const std::vector<FileEntry>& files;
+  std::vector<Fd>& fds;  // by files index; empty when not opened
+  std::vector<std::string>& problems;
+  std::set<std::string> reported;  // paths already named in a problem
+
+  void problem(const std::string& path, const std::string& what) {
+    reported.insert(path);
+    problems.push_back(path + ": " + what);
+  }
+
+  void dir(int dirfd, const std::string& prefix, int depth) {
+    if (depth > kMaxDepth) {
+      problem(prefix.empty() ? "." : prefix,
+              "directories nest deeper than " + std::to_string(kMaxDepth));
+      return;
+    }
+    // fdopendir owns the descriptor it is given; hand it a duplicate so
+    // the caller's stays valid for openat/fstatat.
+    const int dup = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) {
+      problem(prefix.empty() ? "." : prefix,
+              "cannot read directory: " + errno_text(errno));
+      return;
+    }
+    std::unique_ptr<DIR, DirCloser> d(::fdopendir(dup));
+    if (!d) {
+      ::close(dup);
+      problem(prefix.empty() ? "." : prefix,
+              "cannot read directory: " + errno_text(errno));
+      return;
+    }
+    // Sorted, so that the problems come out in a stable order.
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d.get())) {
+      const std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) entry(dirfd, prefix, name, depth);
+  }
+
+  void entry(int dirfd, const std::string& prefix, const std::string& name,
+             int depth) {
+    const std::string rel = prefix.empty() ? name : prefix + "/" + name;
+    if (prefix.empty() && (name == kManifestName || name == kSignatureName))
+      return;  // read (without following links) before the walk
+    struct stat st {};
+    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      problem(rel, "cannot stat: " + errno_text(errno));
+      return;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      char target[4096];
+      const ssize_t n =
+          ::readlinkat(dirfd, name.c_str(), target, sizeof target - 1);
+      const std::string to = n >= 0 ? std::string(target, n) : "?";
+      problem(rel, "is a symbolic link (to " + to +
+                       "); bundles may not contain links");
+      return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      Fd sub(::openat(dirfd, name.c_str(),
+                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub) {
+        problem(rel, "cannot open directory: " + errno_text(errno));
+        return;
+      }
+      dir(sub.get(), rel, depth + 1);
+      return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      const char* kind = S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                         : S_ISFIFO(st.st_mode)                     ? "a FIFO"
+                         : S_ISSOCK(st.st_mode)                     ? "a socket"
+                                                : "not a regular file";
+      problem(rel, std::string("is ") + kind +
+                       "; bundles hold only regular files and directories");
+      return;
+    }
+    auto it = listed.find(rel);
+    if (it == listed.end()) {
+      problem(rel, "is not listed in bundle.toml");
+      return;
+    }
+    const FileEntry& f = files[it->second];
+    Fd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) {
+      problem(rel, "cannot open: " + errno_text(errno));
+      return;
+    }
+    // fstat the descriptor: this is the inode we will hash, whatever
+    // happens to the name after this.
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      problem(rel, "is not a regular file");
+      return;
+    }
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    if (size != f.size) {
+      problem(rel, "is " + std::to_string(size) + " bytes; bundle.toml says " +
+                       std::to_string(f.size) +
+                       (size < f.size ? " (truncated)" : ""));
+      return;
+    }
+    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+    fds[it->second] = std::move(fd);
+  }
+};
+
+struct Item {
+  std::size_t file;
+  std::size_t chunk;
+  std::uint64_t offset;
+  std::uint64_t length;
+};
+
+struct Outcome {
+  std::string digest;
+  std::string error;  // read failure; digest is then empty
+};
+
+// Hashes [offset, offset+length) of fd into `out`, through `buf`.
+Outcome hash_range(int fd, std::uint64_t offset, std::uint64_t length,
+                   EVP_MD_CTX* ctx, std::vector<char>& buf,
+                   std::atomic<std::uint64_t>& bytes) {
+  Outcome out;
+  if (EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1) {
+    out.error = "cannot start SHA-256";
+    return out;
+  }
+  std::uint64_t done = 0;
+  while (done < length) {
+    const std::size_t want = static_cast<std::size_t>(
+        std::min<std::uint64_t>(buf.size(), length - done));
+    const ssize_t n =
+        ::pread(fd, buf.data(), want, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      out.error = "read failed at byte " + std::to_string(offset + done) +
+                  ": " + errno_text(errno);
+      return out;
+    }
+    if (n == 0) {
+      out.error = "ends at byte " + std::to_string(offset + done) +
+                  " (changed while being verified)";
+      return out;
+    }
+    EVP_DigestUpdate(ctx, buf.data(), static_cast<std::size_t>(n));
+    done += static_cast<std::uint64_t>(n);
+    bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  EVP_DigestFinal_ex(ctx, md, &len);
+  out.digest = hex(md, len);
+  return out;
+}
+
+std::string fingerprints(const std::vector<std::string>& keys) {
+  std::string out;
+  for (const std::string& k : keys) {
+    if (!out.empty()) out += ", ";
+    const std::string fp = key_fingerprint(k);
+    out += fp.empty() ? "<unreadable key>" : fp;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<VerifyReport> verify_bundle(const std::string& dir,
+                                   const VerifyOptions& options) {
+  // The bundle root itself may be reached through a link (a mount point
+  // alias); nothing below it may.
+  Fd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root)
+    return Error{
+        ExitCode::kUsage,
+        "bundle",
+        dir + ": cannot open the bundle directory: " + errno_text(errno),
+        {}};
+
+  auto text = read_small(root.get(), kManifestName, kMaxManifestBytes);
+  if (!text) return text.error();
+  if (!*text)
+    return integrity(dir +
+                     ": has no bundle.toml; this is not a gpunode bundle");
+
+  VerifyReport report;
+  if (!options.insecure_skip_signature && !options.trust_keys.empty()) {
+    auto sig = read_small(root.get(), kSignatureName, kMaxSignatureBytes);
+    if (!sig) return sig.error();
+    if (!*sig)
+      return integrity(
+          "bundle is not signed (no bundle.toml.sig), but a trusted key is "
+          "configured");
+    for (const std::string& key : options.trust_keys) {
+      auto ok = signature_valid(key, **text, **sig);
+      if (!ok) return ok.error();
+      if (*ok) {
+        report.signed_by_trusted_key = true;
+        report.key_fingerprint = key_fingerprint(key);
+        break;
+      }
+    }
+    if (!report.signed_by_trusted_key)
+      return integrity(
+          "bundle.toml: signature does not match any trusted key "
+          "(fingerprints: " +
+          fingerprints(options.trust_keys) + ")");
+  }
+
+  auto manifest = parse_manifest(**text, dir + "/" + kManifestName);
+  if (!manifest) return manifest.error();
+  report.manifest = std::move(*manifest);
+  const std::vector<FileEntry>& files = report.manifest.files;
+
+  std::map<std::string, std::size_t> listed;
+  for (std::size_t i = 0; i < files.size(); ++i) listed[files[i].path] = i;
+  std::vector<Fd> fds(files.size());
+  std::vector<std::string> problems;
+  Walk walk{listed, files, fds, problems, {}};
+  walk.dir(root.get(), "", 0);
+  for (const FileEntry& f : files) {
+    if (!fds[listed[f.path]] && !walk.reported.count(f.path))
+      problems.push_back(f.path + ": is missing");
+  }
+
+  // One work item per chunk of every file that is there with the right size.
+  const std::uint64_t chunk = report.manifest.chunk_bytes;
+  std::vector<Item> items;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (!fds[i]) continue;
+    for (std::size_t c = 0; c < files[i].chunks.size(); ++c) {
+      const std::uint64_t off = c * chunk;
+      items.push_back({i, c, off, std::min(chunk, files[i].size - off)});
+    }
+  }
+  std::vector<Outcome> outcomes(items.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::uint64_t> bytes{0};
+  auto worker = [&] {
+    std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+    std::vector<char> buf(
+        static_cast<std::size_t>(std::min<std::uint64_t>(kReadBlock, chunk)));
+    for (std::size_t k; (k = next.fetch_add(1)) < items.size();) {
+      const Item& it = items[k];
+      outcomes[k] = hash_range(fds[it.file].get(), it.offset, it.length,
+                               ctx.get(), buf, bytes);
+    }
+  };
+  unsigned threads =
+      options.threads ? options.threads : std::thread::hardware_concurrency();
+  threads = static_cast<unsigned>(
+      std::max<std::size_t>(1, std::min<std::size_t>(threads, items.size())));
+  if (threads == 1 || items.size() <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (std::thread& t : pool) t.join();
+  }
+  report.bytes_hashed = bytes.load();
+
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const Item& it = items[k];
+    const FileEntry& f = files[it.file];
+    const Outcome& o = outcomes[k];
+    if (!o.error.empty()) {
+      problems.push_back(f.path + ": " + o.error);
+    } else if (o.digest != f.chunks[it.chunk]) {
+      problems.push_back(f.path + ": bytes " + std::to_string(it.offset) + "-" +
+                         std::to_string(it.offset + it.length - 1) +
+                         " do not match (chunk " +
+                         std::to_string(it.chunk + 1) + " of " +
+                         std::to_string(f.chunks.size()) + ")");
+    } else if (f.chunks.size() == 1 && o.digest != f.sha256) {
+      // One chunk is the whole file: its digest is the file's too, so
+      // bundle.toml contradicts itself.
+      problems.push_back(f.path +
+                         ": sha256 does not match the file (its one chunk "
+                         "does: bundle.toml is inconsistent)");
+    }
+  }
+  // Empty files have no chunks; their whole-file digest is known.
+  static const std::string kEmptySha = sha256_hex("");
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (fds[i] && files[i].size == 0 && files[i].sha256 != kEmptySha)
+      problems.push_back(files[i].path +
+                         ": sha256 does not match the (empty) file");
+  }
+
+  if (!problems.empty()) {
+    std::string message;
+    for (const std::string& p : problems) {
+      if (!message.empty()) message += '\n';
+      message += p;
+    }
+    return integrity(std::move(message));
+  }
+  return report;
+}
+
+}  // namespace gpunode::bundle

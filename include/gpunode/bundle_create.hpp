@@ -1,0 +1,44 @@
+// `gpunode bundle create`, on the connected side: lays out a bundle directory
+// from local image archives (registry pulls come later), the compiled-in
+// manifests and the running binary, writes bundle.toml, and signs it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpunode/bundle.hpp"
+#include "gpunode/result.hpp"
+
+namespace gpunode::bundle {
+
+struct CreateOptions {
+  std::string out;  // must not exist, or be an empty directory
+  std::vector<std::string>
+      image_archives;  // --image-archive, verified like the image stage does
+  std::string self_binary;  // copied as bin/gpunode (/proc/self/exe)
+  std::optional<std::string> sign_key_pem;  // --sign-key: Ed25519 private key
+  std::string created;  // ISO 8601; "" = SOURCE_DATE_EPOCH or now
+  std::string min_driver;
+  std::vector<std::string> platforms = {"linux/amd64", "linux/arm64"};
+};
+
+struct CreateReport {
+  Manifest manifest;
+  std::string out;
+  bool signed_ = false;
+};
+
+Result<CreateReport> create_bundle(const CreateOptions& options);
+
+// The file name an image's archive gets under images/: the ref's last path
+// component and tag, made safe, e.g. nvcr.io/nvidia/k8s-device-plugin:v0.19.3
+// -> k8s-device-plugin-v0.19.3.tar.
+std::string image_file_name(const std::string& ref);
+
+// The bundle's creation time: `created` when given (checked: ISO 8601 UTC,
+// "2026-01-31T12:00:00Z"), else SOURCE_DATE_EPOCH (seconds), else now.
+// Errors: ExitCode::kUsage.
+Result<std::string> resolve_created(const std::string& created);
+
+}  // namespace gpunode::bundle

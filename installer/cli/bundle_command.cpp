@@ -1,0 +1,337 @@
+// `gpunode bundle verify|keygen|create`: the offline bundle's command line.
+// verify insists on a decision about trust: either a trusted publisher key
+// (--trust-key or <root>/etc/gpunode/trusted-keys/*.pub) or an explicit
+// --insecure-skip-signature; an unsigned check is never the silent default.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "gpunode/bundle.hpp"
+#include "gpunode/bundle_create.hpp"
+#include "gpunode/report.hpp"
+#include "gpunode/system_host.hpp"
+
+namespace gpunode {
+
+namespace {
+
+constexpr std::size_t kMaxKeyBytes = 64 * 1024;
+constexpr const char* kTrustedKeysDir = "/etc/gpunode/trusted-keys";
+
+// Reads a key file named on the command line (not under --root: the operator
+// named it directly), capped, without following a final link.
+Result<std::string> read_key_file(const std::string& path,
+                                  const std::string& flag) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return usage_error(flag + ": cannot read '" + path +
+                       "': " + std::strerror(errno));
+  std::string data;
+  char buf[4096];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      return usage_error(flag + ": cannot read '" + path +
+                         "': " + std::strerror(e));
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+    if (data.size() > kMaxKeyBytes) {
+      ::close(fd);
+      return usage_error(flag + ": '" + path + "' is too large for a key");
+    }
+  }
+  ::close(fd);
+  return data;
+}
+
+// Creates a new file; refuses to replace one (O_EXCL), so keygen can never
+// overwrite a key that signed bundles already in the field.
+Result<void> write_new_file(const std::string& path, const std::string& data,
+                            mode_t mode) {
+  const int fd = ::open(
+      path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0)
+    return usage_error(
+        "--out: cannot create '" + path + "': " + std::strerror(errno) +
+        (errno == EEXIST ? " (refusing to overwrite a key)" : ""));
+  // The umask may have narrowed `mode`; a private key must be exactly 0600.
+  ::fchmod(fd, mode);
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      return usage_error("--out: cannot write '" + path +
+                         "': " + std::strerror(e));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    return usage_error("--out: cannot write '" + path +
+                       "': " + std::strerror(errno));
+  return {};
+}
+
+std::string human_bytes(std::uint64_t b) {
+  char buf[32];
+  if (b >= (1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
+  else if (b >= (1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1ull << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%llu bytes",
+                  static_cast<unsigned long long>(b));
+  return buf;
+}
+
+struct VerifyFlags {
+  std::string path;
+  std::vector<std::string> trust_keys;
+  bool insecure = false;
+  std::string root = "/";
+  bool json = false;
+  unsigned threads = 0;
+};
+
+int run_verify(const VerifyFlags& f, CommandIo& io) {
+  Reporter report(io.out, io.err, f.json, false);
+  auto fail = [&](const Error& e) {
+    report.error(e);
+    report.result("bundle verify", e.exit, "", {});
+    return static_cast<int>(e.exit);
+  };
+  if (f.root.empty() || f.root.front() != '/')
+    return fail(usage_error(
+        "--root: must be an absolute directory path, got '" + f.root + "'"));
+  if (f.threads > 1024)
+    return fail(usage_error("--threads: at most 1024, got " +
+                            std::to_string(f.threads)));
+
+  bundle::VerifyOptions options;
+  options.threads = f.threads;
+  options.insecure_skip_signature = f.insecure;
+  for (const std::string& path : f.trust_keys) {
+    auto key = read_key_file(path, "--trust-key");
+    if (!key) return fail(key.error());
+    if (bundle::key_fingerprint(*key).empty())
+      return fail(usage_error("--trust-key: '" + path +
+                              "' is not a PEM Ed25519 public key"));
+    options.trust_keys.push_back(std::move(*key));
+  }
+  // Keys the node's administrator installed once, for every bundle.
+  auto fs = make_rooted_file_system(f.root);
+  for (const std::string& name : fs->list_dir(kTrustedKeysDir)) {
+    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".pub") != 0)
+      continue;
+    const std::string path = std::string(kTrustedKeysDir) + "/" + name;
+    auto key = fs->read_file(path, kMaxKeyBytes);
+    if (!key) return fail(key.error());
+    if (bundle::key_fingerprint(*key).empty())
+      return fail(Error{ExitCode::kUsage, "bundle",
+                        path + " is not a PEM Ed25519 public key",
+                        "replace or remove it"});
+    options.trust_keys.push_back(std::move(*key));
+  }
+  if (options.trust_keys.empty() && !f.insecure)
+    return fail(Error{
+        ExitCode::kIntegrity, "bundle",
+        "no trusted key: cannot tell who made this bundle",
+        "trust the publisher's key with --trust-key PUBLISHER.pub (or install "
+        "it as " +
+            std::string(kTrustedKeysDir) +
+            "/NAME.pub), or accept an unchecked bundle explicitly with "
+            "--insecure-skip-signature"});
+
+  const auto start = std::chrono::steady_clock::now();
+  auto result = bundle::verify_bundle(f.path, options);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (!result) return fail(result.error());
+
+  const bundle::VerifyReport& r = *result;
+  std::uint64_t total = 0;
+  for (const auto& file : r.manifest.files) total += file.size;
+  const double gbps = seconds > 0 ? r.bytes_hashed / seconds / 1e9 : 0;
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%.2f GB/s", gbps);
+  const std::string signer =
+      r.signed_by_trusted_key
+          ? "signed by " + r.key_fingerprint
+          : "signature NOT checked (--insecure-skip-signature)";
+  const std::string summary = std::to_string(r.manifest.files.size()) +
+                              " files, " + human_bytes(total) + ", " +
+                              std::to_string(r.manifest.images.size()) +
+                              " images, " + signer + ", " + rate;
+  if (f.json) {
+    io.out << nlohmann::json{{"event", "result"},
+                             {"command", "bundle verify"},
+                             {"exit_code", 0},
+                             {"status", "ok"},
+                             {"files", r.manifest.files.size()},
+                             {"bytes", total},
+                             {"bytes_hashed", r.bytes_hashed},
+                             {"images", r.manifest.images.size()},
+                             {"signed", r.signed_by_trusted_key},
+                             {"key_fingerprint", r.key_fingerprint},
+                             {"seconds", seconds},
+                             {"gb_per_s", gbps}}
+                  .dump()
+           << '\n';
+  }
+  io.err << "bundle verify: ok - " << summary << '\n';
+  return 0;
+}
+
+void register_verify(CLI::App* bundle, CommandIo& io) {
+  auto f = std::make_shared<VerifyFlags>();
+  CLI::App* cmd = bundle->add_subcommand(
+      "verify",
+      "Check a bundle in place, read-only: its signature, then every file's "
+      "size and SHA-256 (exit 4 on any problem, each one named)");
+  cmd->add_option("PATH", f->path, "The bundle directory")->required();
+  cmd->add_option("--trust-key", f->trust_keys,
+                  "A publisher's Ed25519 public key (PEM); repeatable. Also "
+                  "read: <root>/etc/gpunode/trusted-keys/*.pub");
+  cmd->add_flag("--insecure-skip-signature", f->insecure,
+                "Do not check the signature (the files are still checked "
+                "against bundle.toml, which nobody vouches for)");
+  cmd->add_option("--root", f->root,
+                  "Host root for the trusted-keys directory (default /)");
+  cmd->add_flag("--json", f->json, "Also print one JSON result line on stdout");
+  cmd->add_option("--threads", f->threads,
+                  "Hashing threads (default 0: one per core)");
+  cmd->callback([f, &io]() { io.exit_code = run_verify(*f, io); });
+}
+
+void register_keygen(CLI::App* bundle, CommandIo& io) {
+  auto out = std::make_shared<std::string>();
+  CLI::App* cmd = bundle->add_subcommand(
+      "keygen", "Make an Ed25519 key pair for signing bundles");
+  cmd->add_option("--out", *out,
+                  "Writes PREFIX.key (private, 0600) and PREFIX.pub; never "
+                  "overwrites")
+      ->required();
+  cmd->callback([out, &io]() {
+    Reporter report(io.out, io.err, false, false);
+    const std::string key_path = *out + ".key";
+    const std::string pub_path = *out + ".pub";
+    struct stat st {};
+    for (const std::string& p : {key_path, pub_path}) {
+      if (::lstat(p.c_str(), &st) == 0) {
+        report.error(usage_error("--out: '" + p +
+                                 "' already exists (refusing to overwrite a "
+                                 "key)"));
+        io.exit_code = static_cast<int>(ExitCode::kUsage);
+        return;
+      }
+    }
+    auto pair = bundle::generate_keypair();
+    Result<void> written =
+        pair ? write_new_file(key_path, pair->private_pem, 0600)
+             : Result<void>(pair.error());
+    if (written) written = write_new_file(pub_path, pair->public_pem, 0644);
+    if (!written) {
+      report.error(written.error());
+      io.exit_code = static_cast<int>(written.error().exit);
+      return;
+    }
+    io.err << "wrote " << key_path << " (private; keep it off the nodes) and "
+           << pub_path << " (give it to the nodes)\n";
+    io.out << "fingerprint: " << bundle::key_fingerprint(pair->public_pem)
+           << '\n';
+    io.exit_code = 0;
+  });
+}
+
+struct CreateFlags {
+  std::string out;
+  std::vector<std::string> image_archives;
+  std::string sign_key;
+  std::string created;
+  std::string min_driver;
+};
+
+void register_create(CLI::App* bundle, CommandIo& io) {
+  auto f = std::make_shared<CreateFlags>();
+  CLI::App* cmd = bundle->add_subcommand(
+      "create",
+      "Lay out a bundle directory for the USB stick: image archives, this "
+      "binary, the manifests, bundle.toml (and its signature)");
+  cmd->add_option("--out", f->out,
+                  "The bundle directory to create (must not exist, or be "
+                  "empty)")
+      ->required();
+  cmd->add_option("--image-archive", f->image_archives,
+                  "An OCI-layout or docker-archive tar; repeatable");
+  cmd->add_option("--sign-key", f->sign_key,
+                  "Ed25519 private key (from 'gpunode bundle keygen')");
+  cmd->add_option("--created", f->created,
+                  "Creation time, ISO 8601 UTC (default: SOURCE_DATE_EPOCH, "
+                  "else now)");
+  cmd->add_option("--min-driver", f->min_driver,
+                  "Minimum NVIDIA driver version the bundle needs");
+  cmd->callback([f, &io]() {
+    Reporter report(io.out, io.err, false, false);
+    auto fail = [&](const Error& e) {
+      report.error(e);
+      io.exit_code = static_cast<int>(e.exit);
+    };
+    bundle::CreateOptions options;
+    options.out = f->out;
+    options.image_archives = f->image_archives;
+    options.created = f->created;
+    options.min_driver = f->min_driver;
+    if (!f->sign_key.empty()) {
+      auto key = read_key_file(f->sign_key, "--sign-key");
+      if (!key) return fail(key.error());
+      options.sign_key_pem = std::move(*key);
+    }
+    char self[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+      return fail(Error{ExitCode::kBlocked,
+                        "bundle",
+                        std::string("cannot find this binary "
+                                    "(/proc/self/exe): ") +
+                            std::strerror(errno),
+                        {}});
+    options.self_binary.assign(self, static_cast<std::size_t>(n));
+    auto result = bundle::create_bundle(options);
+    if (!result) return fail(result.error());
+    std::uint64_t total = 0;
+    for (const auto& file : result->manifest.files) total += file.size;
+    io.err << "bundle create: wrote " << result->out << " - "
+           << result->manifest.files.size() << " files, " << human_bytes(total)
+           << ", " << result->manifest.images.size() << " images, "
+           << (result->signed_ ? "signed" : "NOT signed") << '\n';
+    io.exit_code = 0;
+  });
+}
+
+}  // namespace
+
+void register_bundle(CLI::App& app, CommandIo& io) {
+  CLI::App* cmd = app.add_subcommand(
+      "bundle", "Make, sign and check offline bundles (USB stick)");
+  cmd->require_subcommand(1);
+  register_verify(cmd, io);
+  register_keygen(cmd, io);
+  register_create(cmd, io);
+}
+
+}  // namespace gpunode

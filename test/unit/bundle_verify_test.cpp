@@ -1,0 +1,297 @@
+// verify_bundle against bundles built by hand here (files, hashes, manifest,
+// signature), with a 1 KiB chunk so that multi-chunk files are the norm.
+// Given a bundle damaged in one way, we should refuse it with kIntegrity,
+// name the damaged file, and leave the directory exactly as it was.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "gpunode/bundle.hpp"
+#include "gpunode/journal.hpp"
+#include "test_support.hpp"
+
+using namespace gpunode;
+using namespace gpunode::bundle;
+using gpunode::test::read_text;
+using gpunode::test::snapshot_tree;
+using gpunode::test::TempDir;
+using gpunode::test::write_text;
+
+namespace {
+
+constexpr std::uint64_t kChunk = 1024;
+
+std::string pattern(std::size_t n, unsigned seed) {
+  std::string s(n, '\0');
+  std::uint32_t x = seed * 2654435761u + 1;
+  for (auto& c : s) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<char>(x >> 24);
+  }
+  return s;
+}
+
+FileEntry entry(const std::string& path, const std::string& data) {
+  FileEntry f{path, data.size(), sha256_hex(data), {}};
+  for (std::size_t off = 0; off < data.size(); off += kChunk)
+    f.chunks.push_back(sha256_hex(data.substr(off, kChunk)));
+  return f;
+}
+
+struct Bundle {
+  TempDir tmp;
+  std::string dir;
+  KeyPair key;
+  Manifest manifest;
+
+  Bundle() : dir(tmp.path() + "/bundle") {
+    std::filesystem::create_directories(dir + "/images");
+    std::filesystem::create_directories(dir + "/manifests");
+    std::filesystem::create_directories(dir + "/bin");
+    manifest.created = "2026-11-29T10:00:00Z";
+    manifest.gpunode_version = "0.1.0";
+    manifest.chunk_bytes = kChunk;
+    add("bin/gpunode", pattern(3000, 1));
+    add("images/device-plugin.tar", pattern(4 * kChunk + 17, 2));
+    add("images/exact.tar", pattern(2 * kChunk, 3));
+    add("manifests/runtimeclass.yml", "kind: RuntimeClass\nhandler: nvidia\n");
+    add("install.sh", "#!/bin/sh\n");
+    add("empty", "");
+    manifest.images.push_back({"device-plugin",
+                               "nvcr.io/nvidia/k8s-device-plugin:v0.19.3",
+                               "sha256:" + sha256_hex("idx"),
+                               {"linux/amd64"},
+                               "images/device-plugin.tar"});
+    auto k = generate_keypair();
+    REQUIRE(k);
+    key = *k;
+    seal();
+  }
+
+  void add(const std::string& path, const std::string& data) {
+    write_text(dir + "/" + path, data);
+    manifest.files.push_back(entry(path, data));
+  }
+
+  // Writes bundle.toml and signs it.
+  void seal() {
+    const std::string text = write_manifest(manifest);
+    write_text(dir + "/bundle.toml", text);
+    auto sig = sign(key.private_pem, text);
+    REQUIRE(sig);
+    write_text(dir + "/bundle.toml.sig", *sig);
+  }
+
+  VerifyOptions trusting() const {
+    VerifyOptions o;
+    o.trust_keys = {key.public_pem};
+    return o;
+  }
+};
+
+void flip_byte(const std::string& path, std::uint64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  REQUIRE(f);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(static_cast<char>(c ^ 0x01));
+}
+
+// Verifies, expects refusal with every fragment in the message, and checks
+// that the directory did not change.
+void expect_refused(const Bundle& b, const VerifyOptions& options,
+                    const std::vector<std::string>& fragments) {
+  const auto before = snapshot_tree(b.dir);
+  auto r = verify_bundle(b.dir, options);
+  CHECK(snapshot_tree(b.dir) == before);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().exit == ExitCode::kIntegrity);
+  for (const auto& f : fragments)
+    CHECK_THAT(r.error().message, Catch::Contains(f));
+}
+
+}  // namespace
+
+TEST_CASE("a good bundle verifies with one and with four threads", "[bundle]") {
+  Bundle b;
+  const auto before = snapshot_tree(b.dir);
+  for (unsigned threads : {1u, 4u, 0u}) {
+    VerifyOptions o = b.trusting();
+    o.threads = threads;
+    auto r = verify_bundle(b.dir, o);
+    REQUIRE(r);
+    CHECK(r->signed_by_trusted_key);
+    CHECK(r->key_fingerprint == key_fingerprint(b.key.public_pem));
+    CHECK(r->manifest.files.size() == 6);
+    CHECK(r->bytes_hashed == 3000 + 4 * kChunk + 17 + 2 * kChunk + 35 + 10);
+  }
+  CHECK(snapshot_tree(b.dir) == before);
+}
+
+TEST_CASE("a read-only bundle verifies (verify never writes)", "[bundle]") {
+  Bundle b;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(b.dir))
+    ::chmod(e.path().c_str(), e.is_directory() ? 0555 : 0444);
+  ::chmod(b.dir.c_str(), 0555);
+  auto r = verify_bundle(b.dir, b.trusting());
+  // Let TempDir remove it again.
+  ::chmod(b.dir.c_str(), 0755);
+  for (const auto& e : std::filesystem::recursive_directory_iterator(b.dir))
+    ::chmod(e.path().c_str(), e.is_directory() ? 0755 : 0644);
+  REQUIRE(r);
+}
+
+TEST_CASE("a flipped byte in an image names the file and the chunk's range",
+          "[bundle]") {
+  Bundle b;
+  flip_byte(b.dir + "/images/device-plugin.tar", 2 * kChunk + 5);
+  expect_refused(b, b.trusting(),
+                 {"images/device-plugin.tar: bytes 2048-3071 do not match "
+                  "(chunk 3 of 5)"});
+}
+
+TEST_CASE("a flipped byte in the short last chunk names its range",
+          "[bundle]") {
+  Bundle b;
+  flip_byte(b.dir + "/images/device-plugin.tar", 4 * kChunk + 16);
+  VerifyOptions o = b.trusting();
+  o.threads = 3;
+  expect_refused(b, o, {"bytes 4096-4112 do not match (chunk 5 of 5)"});
+}
+
+TEST_CASE("a flipped byte in a manifest file is refused", "[bundle]") {
+  Bundle b;
+  flip_byte(b.dir + "/manifests/runtimeclass.yml", 3);
+  expect_refused(b, b.trusting(),
+                 {"manifests/runtimeclass.yml: bytes 0-34 do not match"});
+}
+
+TEST_CASE("a changed bundle.toml fails the signature", "[bundle]") {
+  Bundle b;
+  std::string text = read_text(b.dir + "/bundle.toml");
+  text.replace(text.find("0.1.0"), 5, "0.1.1");
+  write_text(b.dir + "/bundle.toml", text);
+  expect_refused(b, b.trusting(),
+                 {"signature does not match any trusted key",
+                  key_fingerprint(b.key.public_pem)});
+}
+
+TEST_CASE("a missing file is named", "[bundle]") {
+  Bundle b;
+  std::filesystem::remove(b.dir + "/images/exact.tar");
+  expect_refused(b, b.trusting(), {"images/exact.tar: is missing"});
+}
+
+TEST_CASE("an added file is named", "[bundle]") {
+  Bundle b;
+  write_text(b.dir + "/images/extra.tar", "surprise");
+  expect_refused(b, b.trusting(),
+                 {"images/extra.tar: is not listed in bundle.toml"});
+}
+
+TEST_CASE("a truncated image is named", "[bundle]") {
+  Bundle b;
+  std::filesystem::resize_file(b.dir + "/images/device-plugin.tar", 100);
+  expect_refused(b, b.trusting(),
+                 {"images/device-plugin.tar: is 100 bytes; bundle.toml says "
+                  "4113 (truncated)"});
+}
+
+TEST_CASE("a symbolic link out of the bundle is refused, not followed",
+          "[bundle]") {
+  Bundle b;
+  std::filesystem::remove(b.dir + "/install.sh");
+  std::filesystem::create_symlink("/etc/passwd", b.dir + "/install.sh");
+  expect_refused(b, b.trusting(),
+                 {"install.sh: is a symbolic link (to /etc/passwd)"});
+}
+
+TEST_CASE("a symbolic link bundle.toml is refused", "[bundle]") {
+  Bundle b;
+  std::filesystem::rename(b.dir + "/bundle.toml", b.tmp.path() + "/real.toml");
+  std::filesystem::create_symlink(b.tmp.path() + "/real.toml",
+                                  b.dir + "/bundle.toml");
+  expect_refused(b, b.trusting(), {"bundle.toml: is a symbolic link"});
+}
+
+TEST_CASE("every problem is reported, one per line", "[bundle]") {
+  Bundle b;
+  std::filesystem::remove(b.dir + "/images/exact.tar");
+  write_text(b.dir + "/extra", "x");
+  flip_byte(b.dir + "/bin/gpunode", 0);
+  flip_byte(b.dir + "/bin/gpunode", 2999);
+  expect_refused(
+      b, b.trusting(),
+      {"extra: is not listed in bundle.toml\n", "images/exact.tar: is missing",
+       "bin/gpunode: bytes 0-1023 do not match (chunk 1 of 3)",
+       "bin/gpunode: bytes 2048-2999 do not match (chunk 3 of 3)"});
+}
+
+TEST_CASE("a signature by another key is refused", "[bundle]") {
+  Bundle b;
+  auto other = generate_keypair();
+  REQUIRE(other);
+  VerifyOptions o;
+  o.trust_keys = {other->public_pem};
+  expect_refused(b, o,
+                 {"signature does not match any trusted key",
+                  key_fingerprint(other->public_pem)});
+}
+
+TEST_CASE("an unsigned bundle is refused when a key is trusted", "[bundle]") {
+  Bundle b;
+  std::filesystem::remove(b.dir + "/bundle.toml.sig");
+  expect_refused(b, b.trusting(), {"bundle is not signed"});
+}
+
+TEST_CASE("without trust keys the report says the bundle is not vouched for",
+          "[bundle]") {
+  Bundle b;
+  std::filesystem::remove(b.dir + "/bundle.toml.sig");
+  VerifyOptions o;
+  o.insecure_skip_signature = true;
+  auto r = verify_bundle(b.dir, o);
+  REQUIRE(r);
+  CHECK_FALSE(r->signed_by_trusted_key);
+  CHECK(r->key_fingerprint.empty());
+  // Files are still checked.
+  flip_byte(b.dir + "/images/exact.tar", 1500);
+  expect_refused(b, o, {"images/exact.tar: bytes 1024-2047"});
+}
+
+TEST_CASE("bundle.toml whose single-chunk sha256 contradicts is refused",
+          "[bundle]") {
+  Bundle b;
+  for (auto& f : b.manifest.files)
+    if (f.path == "install.sh") f.sha256 = sha256_hex("other");
+  b.seal();
+  expect_refused(b, b.trusting(), {"install.sh: sha256 does not match"});
+}
+
+TEST_CASE("signatures: sign, check, fingerprint", "[bundle]") {
+  auto k = generate_keypair();
+  REQUIRE(k);
+  CHECK_THAT(k->private_pem, Catch::StartsWith("-----BEGIN PRIVATE KEY-----"));
+  CHECK_THAT(k->public_pem, Catch::StartsWith("-----BEGIN PUBLIC KEY-----"));
+  auto sig = sign(k->private_pem, "hello");
+  REQUIRE(sig);
+  CHECK(sig->size() == 64);
+  auto ok = signature_valid(k->public_pem, "hello", *sig);
+  REQUIRE(ok);
+  CHECK(*ok);
+  ok = signature_valid(k->public_pem, "hellp", *sig);
+  REQUIRE(ok);
+  CHECK_FALSE(*ok);
+  ok = signature_valid(k->public_pem, "hello", "short");
+  REQUIRE(ok);
+  CHECK_FALSE(*ok);
+  CHECK(key_fingerprint(k->public_pem).size() == 64);
+  CHECK(key_fingerprint("not a key").empty());
+  CHECK_FALSE(sign("not a key", "x"));
+  CHECK_FALSE(signature_valid("not a key", "x", "y"));
+}
