@@ -32,6 +32,11 @@ struct Options {
   // under --root) and the reference it must hold (images/images.lock).
   std::optional<std::string> image_archive;
   std::string image_ref;
+  // The offline bundle (a real path, e.g. the USB stick; never written to)
+  // and who may have made it.
+  std::optional<std::string> bundle;
+  std::vector<std::string> trust_keys;
+  bool insecure_skip_signature = false;
   bool replace_existing = false;  // remove another NVIDIA device plugin first
   bool smoke = false;             // run a CUDA Pod at the end
   std::string smoke_image;

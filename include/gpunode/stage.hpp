@@ -40,6 +40,15 @@ Check needed(std::string code, std::string summary, std::string action);
 Check blocked(std::string code, std::string summary, std::string fix,
               ExitCode exit = ExitCode::kBlocked);
 
+// A bundle that passed verification in this run: what the stages take from it.
+struct VerifiedBundle {
+  std::string dir;
+  std::string summary;                // files, bytes, signer
+  std::string device_plugin_archive;  // real path inside the bundle, or empty
+  std::string device_plugin_ref;
+  std::string min_driver;  // may be empty
+};
+
 // Results one stage learns that a later stage needs; each consumer falls
 // back to finding the fact itself when the producing stage was skipped.
 struct Facts {
@@ -47,6 +56,8 @@ struct Facts {
   std::shared_ptr<kube::Client>
       kube;                         // one connection per run (kube/cluster.hpp)
   std::optional<std::string> node;  // this host's Kubernetes node name
+  std::optional<VerifiedBundle>
+      bundle;  // --bundle, verified (stages/bundle_facts.hpp)
 };
 
 struct Context {

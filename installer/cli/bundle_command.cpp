@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "gpunode/bundle.hpp"
 #include "gpunode/bundle_create.hpp"
+#include "gpunode/bundle_trust.hpp"
 #include "gpunode/report.hpp"
 #include "gpunode/system_host.hpp"
 
@@ -24,37 +25,6 @@ namespace gpunode {
 namespace {
 
 constexpr std::size_t kMaxKeyBytes = 64 * 1024;
-constexpr const char* kTrustedKeysDir = "/etc/gpunode/trusted-keys";
-
-// Reads a key file named on the command line (not under --root: the operator
-// named it directly), capped, without following a final link.
-Result<std::string> read_key_file(const std::string& path,
-                                  const std::string& flag) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return usage_error(flag + ": cannot read '" + path +
-                       "': " + std::strerror(errno));
-  std::string data;
-  char buf[4096];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      return usage_error(flag + ": cannot read '" + path +
-                         "': " + std::strerror(e));
-    }
-    if (n == 0) break;
-    data.append(buf, static_cast<std::size_t>(n));
-    if (data.size() > kMaxKeyBytes) {
-      ::close(fd);
-      return usage_error(flag + ": '" + path + "' is too large for a key");
-    }
-  }
-  ::close(fd);
-  return data;
-}
 
 // Creates a new file; refuses to replace one (O_EXCL), so keygen can never
 // overwrite a key that signed bundles already in the field.
@@ -121,41 +91,11 @@ int run_verify(const VerifyFlags& f, CommandIo& io) {
     return fail(usage_error("--threads: at most 1024, got " +
                             std::to_string(f.threads)));
 
-  bundle::VerifyOptions options;
-  options.threads = f.threads;
-  options.insecure_skip_signature = f.insecure;
-  for (const std::string& path : f.trust_keys) {
-    auto key = read_key_file(path, "--trust-key");
-    if (!key) return fail(key.error());
-    if (bundle::key_fingerprint(*key).empty())
-      return fail(usage_error("--trust-key: '" + path +
-                              "' is not a PEM Ed25519 public key"));
-    options.trust_keys.push_back(std::move(*key));
-  }
-  // Keys the node's administrator installed once, for every bundle.
   auto fs = make_rooted_file_system(f.root);
-  for (const std::string& name : fs->list_dir(kTrustedKeysDir)) {
-    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".pub") != 0)
-      continue;
-    const std::string path = std::string(kTrustedKeysDir) + "/" + name;
-    auto key = fs->read_file(path, kMaxKeyBytes);
-    if (!key) return fail(key.error());
-    if (bundle::key_fingerprint(*key).empty())
-      return fail(Error{ExitCode::kUsage, "bundle",
-                        path + " is not a PEM Ed25519 public key",
-                        "replace or remove it"});
-    options.trust_keys.push_back(std::move(*key));
-  }
-  if (options.trust_keys.empty() && !f.insecure)
-    return fail(Error{
-        ExitCode::kIntegrity, "bundle",
-        "no trusted key: cannot tell who made this bundle",
-        "trust the publisher's key with --trust-key PUBLISHER.pub (or install "
-        "it as " +
-            std::string(kTrustedKeysDir) +
-            "/NAME.pub), or accept an unchecked bundle explicitly with "
-            "--insecure-skip-signature"});
-
+  auto trusted = bundle::trust_options(*fs, f.trust_keys, f.insecure);
+  if (!trusted) return fail(trusted.error());
+  bundle::VerifyOptions options = std::move(*trusted);
+  options.threads = f.threads;
   const auto start = std::chrono::steady_clock::now();
   auto result = bundle::verify_bundle(f.path, options);
   const double seconds =
@@ -297,7 +237,7 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     options.created = f->created;
     options.min_driver = f->min_driver;
     if (!f->sign_key.empty()) {
-      auto key = read_key_file(f->sign_key, "--sign-key");
+      auto key = bundle::read_key_file(f->sign_key, "--sign-key");
       if (!key) return fail(key.error());
       options.sign_key_pem = std::move(*key);
     }

@@ -136,6 +136,19 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
     cmd->add_option("--min-driver", v.min_driver,
                     "Lowest acceptable NVIDIA driver version, e.g. 550.54.15");
     cmd->add_option(
+        "--bundle", v.bundle,
+        "Offline bundle directory (the USB stick): verified first (signature, "
+        "every file's hash), then its images and settings are used; never "
+        "written");
+    cmd->add_option("--trust-key", v.trust_keys,
+                    "Publisher key (Ed25519 .pub) the bundle must be signed "
+                    "with; also read: "
+                    "<root>/etc/gpunode/trusted-keys/*.pub");
+    cmd->add_flag(
+        "--insecure-skip-signature", v.insecure_skip_signature,
+        "Accept a bundle without checking who signed it (its hashes are still "
+        "checked)");
+    cmd->add_option(
         "--image-archive", v.image_archive,
         "Device plugin image archive to import (OCI layout or docker archive "
         "tar, "
@@ -272,6 +285,18 @@ Result<Options> validate_flags(const FlagValues& v) {
         "--image-ref: '" + o.image_ref +
         "' is not a full image reference such as registry/repo/name:tag");
   }
+  if (!v.bundle.empty()) {
+    if (!v.image_archive.empty()) {
+      return usage_error(
+          "--image-archive: not with --bundle (the bundle brings the image)");
+    }
+    if (::stat(v.bundle.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return usage_error("--bundle: '" + v.bundle + "' is not a directory");
+    }
+    o.bundle = v.bundle;
+  }
+  o.trust_keys = v.trust_keys;
+  o.insecure_skip_signature = v.insecure_skip_signature;
   o.replace_existing = v.replace_existing;
   o.smoke = v.smoke;
   o.smoke_image =

@@ -31,6 +31,9 @@ struct FlagValues {
   std::string min_driver;
   std::string image_archive;
   std::string image_ref;
+  std::string bundle;
+  std::vector<std::string> trust_keys;
+  bool insecure_skip_signature = false;
   bool replace_existing = false;
   bool smoke = false;
   std::string smoke_image;

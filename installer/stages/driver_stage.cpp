@@ -12,6 +12,7 @@
 #include "gpu/driver_version.hpp"
 #include "gpu/nvidia_smi.hpp"
 #include "gpu/nvml.hpp"
+#include "stages/bundle_facts.hpp"
 #include "stages/stages.hpp"
 
 namespace gpunode {
@@ -252,8 +253,17 @@ class DriverStage : public Stage {
                   "tree is this host's)"),
           details, warnings);
     }
-    if (ctx.opts.min_driver) {
-      const std::string& required = *ctx.opts.min_driver;
+    // --min-driver, else the bundle's minimum (its own failures are the
+    // preflight and image stages' to report).
+    std::optional<std::string> minimum = ctx.opts.min_driver;
+    if (!minimum) {
+      auto bundle = verified_bundle(ctx);
+      if (bundle && *bundle && !(*bundle)->min_driver.empty()) {
+        minimum = (*bundle)->min_driver;
+      }
+    }
+    if (minimum) {
+      const std::string& required = *minimum;
       const std::string found = version.empty() ? module_version : version;
       const auto order = compare_versions(found, required);
       if (!order) {

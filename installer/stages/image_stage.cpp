@@ -24,6 +24,7 @@
 #include "containerd/ctr_client.hpp"
 #include "gpunode/image_archive.hpp"
 #include "gpunode/images_lock.hpp"
+#include "stages/bundle_facts.hpp"
 #include "stages/stages.hpp"
 
 namespace gpunode {
@@ -56,6 +57,23 @@ std::string no_archive_fix(const std::string& ref) {
          ", e.g. from the bundle on the USB stick); this node cannot pull it";
 }
 
+// The archive to import: --image-archive, or the verified bundle's image.
+Result<std::optional<std::string>> archive_source(Context& ctx) {
+  if (ctx.opts.image_archive) return ctx.opts.image_archive;
+  auto bundle = verified_bundle(ctx);
+  if (!bundle) return bundle.error();
+  if (*bundle == nullptr) return std::optional<std::string>();
+  if ((*bundle)->device_plugin_archive.empty()) {
+    return Error{
+        ExitCode::kUsage, "image",
+        "the bundle " + (*bundle)->dir + " holds no image " +
+            ctx.opts.image_ref,
+        "make the bundle with the device plugin archive: gpunode bundle create "
+        "--image-archive ..."};
+  }
+  return std::optional<std::string>((*bundle)->device_plugin_archive);
+}
+
 class ImageStage : public Stage {
  public:
   std::string_view name() const override { return "image"; }
@@ -64,13 +82,13 @@ class ImageStage : public Stage {
   std::string inputs(Context& ctx) const override {
     std::string text =
         "ref=" + ctx.opts.image_ref + "\nplatform=" + host_platform() + "\n";
-    if (ctx.opts.image_archive) {
+    auto source = archive_source(ctx);
+    if (source && *source) {
       // Size and mtime stand for the content: hashing a large archive just to
       // describe the inputs would double the work of every run.
       struct stat st {};
-      ::stat(ctx.opts.image_archive->c_str(), &st);
-      text += "archive=" + *ctx.opts.image_archive +
-              " size=" + std::to_string(st.st_size) +
+      ::stat((*source)->c_str(), &st);
+      text += "archive=" + **source + " size=" + std::to_string(st.st_size) +
               " mtime=" + std::to_string(st.st_mtime) + "\n";
     }
     return text;
@@ -81,14 +99,18 @@ class ImageStage : public Stage {
     CtrClient ctr(ctx.host.proc(), std::min(kQueryTimeout, ctx.time_left()));
     std::optional<ImageArchiveInfo> archive;
     std::vector<std::string> warnings;
-    if (ctx.opts.image_archive) {
-      auto peek = peek_image_archive(*ctx.opts.image_archive, ref);
+    auto source = archive_source(ctx);
+    if (!source) {
+      return blocked("image.bundle", source.error().message, source.error().fix,
+                     source.error().exit);
+    }
+    if (*source) {
+      auto peek = peek_image_archive(**source, ref);
       if (!peek) {
         // The quick read skips data, so a truncated or damaged archive can
         // look like one that merely lacks its index: the full verification
         // names the real problem.
-        auto verified =
-            verify_image_archive(*ctx.opts.image_archive, ref, host_platform());
+        auto verified = verify_image_archive(**source, ref, host_platform());
         if (!verified) peek = verified.error();
         Check c = blocked("image.archive-invalid", peek.error().message,
                           peek.error().fix, peek.error().exit);
@@ -119,7 +141,9 @@ class ImageStage : public Stage {
     CtrClient query(ctx.host.proc(), std::min(kQueryTimeout, ctx.time_left()));
     if (needed.code == "image.unpinned") return query.pin(ref);
 
-    const std::string& path = *ctx.opts.image_archive;
+    auto source = archive_source(ctx);
+    if (!source) return source.error();
+    const std::string path = source->value_or("");
     // Everything is verified before containerd sees a byte: a bad archive
     // leaves the content store exactly as it was.
     auto info = verify_image_archive(path, ref, host_platform());
@@ -180,7 +204,8 @@ class ImageStage : public Stage {
   Check judge(Context& ctx, CtrClient& ctr, const std::string& ref,
               const std::optional<ImageRecord>& record,
               const std::optional<ImageArchiveInfo>& archive) {
-    const std::string archive_path = ctx.opts.image_archive.value_or("");
+    auto source = archive_source(ctx);
+    const std::string archive_path = source ? source->value_or("") : "";
     if (!record) {
       if (!archive) {
         return blocked(

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "stages/bundle_facts.hpp"
 #include "stages/stages.hpp"
 
 namespace gpunode {
@@ -40,9 +41,17 @@ class PreflightStage : public Stage {
                      "(INSTALL_K3S_SKIP_DOWNLOAD=true "
                      "./install.sh), then run gpunode again");
     }
+    // The bundle is checked before anything is taken from it.
+    auto bundle = verified_bundle(ctx);
+    if (!bundle) {
+      return blocked("preflight.bundle", bundle.error().message,
+                     bundle.error().fix, bundle.error().exit);
+    }
     Check c = satisfied("preflight.ok",
                         unit.empty() ? "k3s binary found, no systemd unit"
                                      : "k3s installed (" + unit + ")");
+    // Who made the bundle is worth a line in every run's output.
+    if (*bundle) c.summary += "; " + (*bundle)->summary;
     if (unit.empty()) {
       c.warnings.push_back(
           "no k3s systemd unit found: gpunode cannot restart k3s for you "

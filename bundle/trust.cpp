@@ -1,0 +1,87 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "gpunode/bundle_trust.hpp"
+
+namespace gpunode::bundle {
+namespace {
+
+constexpr std::size_t kMaxKeyBytes = 64 * 1024;
+
+}  // namespace
+
+// Reads a key file named on the command line (not under --root: the operator
+// named it directly), capped, without following a final link.
+Result<std::string> read_key_file(const std::string& path,
+                                  const std::string& flag) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return usage_error(flag + ": cannot read '" + path +
+                       "': " + std::strerror(errno));
+  std::string data;
+  char buf[4096];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      return usage_error(flag + ": cannot read '" + path +
+                         "': " + std::strerror(e));
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+    if (data.size() > kMaxKeyBytes) {
+      ::close(fd);
+      return usage_error(flag + ": '" + path + "' is too large for a key");
+    }
+  }
+  ::close(fd);
+  return data;
+}
+
+Result<VerifyOptions> trust_options(const FileSystem& fs,
+                                    const std::vector<std::string>& key_files,
+                                    bool insecure_skip_signature) {
+  VerifyOptions options;
+  options.insecure_skip_signature = insecure_skip_signature;
+  for (const std::string& path : key_files) {
+    auto key = read_key_file(path, "--trust-key");
+    if (!key) return key.error();
+    if (key_fingerprint(*key).empty()) {
+      return usage_error("--trust-key: '" + path +
+                         "' is not a PEM Ed25519 public key");
+    }
+    options.trust_keys.push_back(std::move(*key));
+  }
+  // Keys the node's administrator installed once, for every bundle.
+  for (const std::string& name : fs.list_dir(kTrustedKeysDir)) {
+    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".pub") != 0)
+      continue;
+    const std::string path = std::string(kTrustedKeysDir) + "/" + name;
+    auto key = fs.read_file(path, kMaxKeyBytes);
+    if (!key) return key.error();
+    if (key_fingerprint(*key).empty()) {
+      return Error{ExitCode::kUsage, "bundle",
+                   path + " is not a PEM Ed25519 public key",
+                   "replace or remove it"};
+    }
+    options.trust_keys.push_back(std::move(*key));
+  }
+  if (options.trust_keys.empty() && !insecure_skip_signature) {
+    return Error{
+        ExitCode::kIntegrity, "bundle",
+        "no trusted key: cannot tell who made this bundle",
+        "trust the publisher's key with --trust-key PUBLISHER.pub (or install "
+        "it as " +
+            std::string(kTrustedKeysDir) +
+            "/NAME.pub), or accept an unchecked bundle explicitly with "
+            "--insecure-skip-signature"};
+  }
+  return options;
+}
+
+}  // namespace gpunode::bundle

@@ -1,0 +1,30 @@
+// Who may have made a bundle: the publisher keys given with --trust-key and
+// those installed once on the node under /etc/gpunode/trusted-keys/*.pub.
+// Shared by `bundle verify` and `install --bundle`, so both apply one policy:
+// no trusted key and no explicit --insecure-skip-signature is a refusal.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpunode/bundle.hpp"
+#include "gpunode/host.hpp"
+
+namespace gpunode::bundle {
+
+inline constexpr const char* kTrustedKeysDir = "/etc/gpunode/trusted-keys";
+
+// A key file named on the command line (a real path, not under --root),
+// capped in size; errors are usage errors naming `flag`.
+Result<std::string> read_key_file(const std::string& path,
+                                  const std::string& flag);
+
+// Reads the keys (the named files are real paths; the directory is a host
+// path under `fs`'s root) and builds the verification options. Errors:
+// ExitCode::kUsage for an unreadable or non-Ed25519 key, ExitCode::kIntegrity
+// when there is no trusted key and skipping was not asked for.
+Result<VerifyOptions> trust_options(const FileSystem& fs,
+                                    const std::vector<std::string>& key_files,
+                                    bool insecure_skip_signature);
+
+}  // namespace gpunode::bundle
