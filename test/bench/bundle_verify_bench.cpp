@@ -1,0 +1,115 @@
+// Benchmark: `gpunode bundle verify` of a ~1 GiB bundle whose bulk is ONE
+// image archive, against `sha256sum -c` and `openssl dgst -sha256` over the
+// same files, in the same run (warm page cache for all: this measures
+// hashing, not the USB stick). Also the peak RSS of each (GNU time).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gpunode/bundle.hpp"
+#include "gpunode/journal.hpp"
+#include "oci_builder.hpp"
+#include "test_support.hpp"
+
+using namespace gpunode::test;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Timed {
+  double seconds;
+  long max_rss_kib;
+};
+
+// Runs argv under /usr/bin/time -f %M (peak RSS in KiB, on stderr's last line).
+Timed timed(std::vector<std::string> argv) {
+  argv.insert(argv.begin(), {"/usr/bin/time", "-f", "%M"});
+  auto t0 = Clock::now();
+  Run r = run_with_sim(argv, {}, std::chrono::minutes(5));
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (r.exit_code != 0) {
+    std::fprintf(stderr, "%s failed:\n%s", argv[3].c_str(), r.err.c_str());
+    std::exit(1);
+  }
+  std::string err = r.err;
+  while (!err.empty() && err.back() == '\n') err.pop_back();
+  return {s, std::atol(err.substr(err.rfind('\n') + 1).c_str())};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  const char* rounds_env = std::getenv("GPUNODE_BENCH_ROUNDS");
+  const int rounds = rounds_env ? std::max(1, std::atoi(rounds_env)) : 3;
+  TempDir dir;
+  const std::string archive = dir.path() + "/dp.tar";
+  ImageSpec spec;
+  spec.platforms = {"linux/amd64"};
+  spec.layer_bytes = 1000ull * 1024 * 1024;
+  build_image(archive, spec);
+  const std::string bundle = dir.path() + "/bundle";
+  Run made =
+      run_gpunode({"bundle", "create", "--out", bundle, "--image-archive",
+                   archive, "--created", "2026-11-29T00:00:00Z"});
+  if (made.exit_code != 0) {
+    std::fprintf(stderr, "bundle create failed:\n%s", made.err.c_str());
+    return 1;
+  }
+  auto manifest = gpunode::bundle::parse_manifest(
+      read_text(bundle + "/bundle.toml"), "bundle.toml");
+  if (!manifest) return 1;
+  std::string sums;
+  std::vector<std::string> files;
+  std::uint64_t bytes = 0;
+  for (const auto& f : manifest->files) {
+    sums += f.sha256 + "  " + bundle + "/" + f.path + "\n";
+    files.push_back(bundle + "/" + f.path);
+    bytes += f.size;
+  }
+  write_text(dir.path() + "/SHA256SUMS", sums);
+  std::vector<std::string> openssl{"openssl", "dgst", "-sha256"};
+  openssl.insert(openssl.end(), files.begin(), files.end());
+
+  std::vector<double> ours, sha, ssl;
+  long ours_rss = 0, sha_rss = 0, ssl_rss = 0;
+  for (int i = 0; i < rounds; ++i) {
+    Timed o = timed({GPUNODE_BINARY, "bundle", "verify", bundle,
+                     "--insecure-skip-signature"});
+    Timed s = timed({"sha256sum", "--quiet", "-c", dir.path() + "/SHA256SUMS"});
+    Timed p = timed(openssl);
+    ours.push_back(o.seconds);
+    sha.push_back(s.seconds);
+    ssl.push_back(p.seconds);
+    ours_rss = std::max(ours_rss, o.max_rss_kib);
+    sha_rss = std::max(sha_rss, s.max_rss_kib);
+    ssl_rss = std::max(ssl_rss, p.max_rss_kib);
+  }
+  const double o = median(ours), s = median(sha), p = median(ssl);
+  const double gb = static_cast<double>(bytes) / 1e9;
+  std::printf(
+      "bundle verify, %.2f GB in %zu files (one image archive), %d rounds, "
+      "medians:\n",
+      gb, files.size(), rounds);
+  std::printf(
+      "  ours  gpunode bundle verify     %6.3f s  %5.2f GB/s  peak RSS %ld "
+      "MiB\n",
+      o, gb / o, ours_rss / 1024);
+  std::printf(
+      "  peer  openssl dgst -sha256      %6.3f s  %5.2f GB/s  peak RSS %ld MiB "
+      " "
+      "(speedup %.2fx, goal >= 1.8x)\n",
+      p, gb / p, ssl_rss / 1024, p / o);
+  std::printf(
+      "  peer  sha256sum -c              %6.3f s  %5.2f GB/s  peak RSS %ld MiB "
+      " "
+      "(speedup %.2fx)\n",
+      s, gb / s, sha_rss / 1024, s / o);
+  return 0;
+}
