@@ -10,6 +10,7 @@ build_packages=(g++ cmake ninja-build pkg-config
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libssl-dev libspdlog-dev
   libyaml-cpp-dev libarchive-dev libcurl4-openssl-dev catch2
   containerd
+  docker-registry skopeo  # a real loopback registry for the pull tests
   python3-yaml openssl)  # the simulated k3s node (test/sim/k3s_sim.py)
 
 # Real kubectl drives the simulated node in the tests. This machine image

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,7 @@
 #include "gpunode/bundle.hpp"
 #include "gpunode/bundle_create.hpp"
 #include "gpunode/bundle_trust.hpp"
+#include "gpunode/registry_pull.hpp"
 #include "gpunode/report.hpp"
 #include "gpunode/system_host.hpp"
 
@@ -204,7 +206,58 @@ struct CreateFlags {
   std::string sign_key;
   std::string created;
   std::string min_driver;
+  std::vector<std::string> pulls;
+  std::string registry_ca;
+  bool insecure_registry = false;
+  std::string platforms;  // "linux/amd64,linux/arm64"
 };
+
+// Where pulled archives wait for create_bundle: a sibling of --out (same file
+// system, so no extra copy across disks; never inside the bundle, which must
+// hold only what bundle.toml lists). Removed whatever happens.
+class PullDir {
+ public:
+  PullDir() = default;
+  ~PullDir() {
+    if (path_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  PullDir(const PullDir&) = delete;
+  PullDir& operator=(const PullDir&) = delete;
+  Result<void> make(std::string out) {
+    while (out.size() > 1 && out.back() == '/') out.pop_back();
+    std::string tmpl = out + ".pulls-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data()) == nullptr)
+      return Error{ExitCode::kBlocked,
+                   "bundle",
+                   "cannot create a directory next to " + out + ": " +
+                       std::strerror(errno),
+                   {}};
+    path_ = buf.data();
+    return {};
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const auto comma = s.find(',', start);
+    const std::string part = s.substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!part.empty()) out.push_back(part);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
 
 void register_create(CLI::App* bundle, CommandIo& io) {
   auto f = std::make_shared<CreateFlags>();
@@ -225,6 +278,19 @@ void register_create(CLI::App* bundle, CommandIo& io) {
                   "else now)");
   cmd->add_option("--min-driver", f->min_driver,
                   "Minimum NVIDIA driver version the bundle needs");
+  cmd->add_option("--pull", f->pulls,
+                  "Pull an image from its registry (REGISTRY/REPO:TAG) into "
+                  "the bundle; repeatable. A mirror's copy of a locked image "
+                  "(same repository path and tag) counts as that image");
+  cmd->add_option("--registry-ca", f->registry_ca,
+                  "PEM CA file for the registry's TLS certificate (default: "
+                  "the system CAs)");
+  cmd->add_flag("--insecure-registry", f->insecure_registry,
+                "Talk plain HTTP to the registry (content is still checked "
+                "against its digests)");
+  cmd->add_option("--platform", f->platforms,
+                  "Platforms to pull and record, comma-separated (default "
+                  "linux/amd64,linux/arm64)");
   cmd->callback([f, &io]() {
     Reporter report(io.out, io.err, false, false);
     auto fail = [&](const Error& e) {
@@ -236,10 +302,56 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     options.image_archives = f->image_archives;
     options.created = f->created;
     options.min_driver = f->min_driver;
+    if (!f->platforms.empty()) {
+      options.platforms = split_commas(f->platforms);
+      if (options.platforms.empty())
+        return fail(
+            usage_error("--platform: no platform in '" + f->platforms + "'"));
+    }
+    if (options.image_archives.empty() && f->pulls.empty())
+      return fail(usage_error(
+          "bundle create needs at least one --image-archive or --pull"));
+    if (!f->registry_ca.empty() && ::access(f->registry_ca.c_str(), R_OK) != 0)
+      return fail(usage_error("--registry-ca: cannot read '" + f->registry_ca +
+                              "': " + std::strerror(errno)));
+    // The key is read before any pull: a typo must not cost a download.
     if (!f->sign_key.empty()) {
       auto key = bundle::read_key_file(f->sign_key, "--sign-key");
       if (!key) return fail(key.error());
       options.sign_key_pem = std::move(*key);
+    }
+    // Refs are checked before anything is fetched.
+    for (const auto& ref : f->pulls)
+      if (auto p = bundle::parse_image_ref(ref); !p) return fail(p.error());
+    // create_bundle checks --out again; here so a taken --out fails before a
+    // download rather than after it.
+    {
+      std::error_code ec;
+      if (!f->pulls.empty() && std::filesystem::exists(f->out, ec) &&
+          !(std::filesystem::is_directory(f->out, ec) &&
+            std::filesystem::is_empty(f->out, ec)))
+        return fail(usage_error(f->out + " already exists and is not an empty "
+                                         "directory"));
+    }
+    PullDir pulled;
+    if (!f->pulls.empty()) {
+      if (auto r = pulled.make(f->out); !r) return fail(r.error());
+    }
+    for (std::size_t i = 0; i < f->pulls.size(); ++i) {
+      bundle::PullOptions pull;
+      pull.ref = f->pulls[i];
+      pull.out_path = pulled.path() + "/" + std::to_string(i) + "-" +
+                      bundle::image_file_name(pull.ref);
+      pull.platforms = options.platforms;
+      pull.ca_file = f->registry_ca;
+      pull.insecure_http = f->insecure_registry;
+      pull.name_as = bundle::archive_name_for(pull.ref);
+      io.err << "bundle create: pulling " << pull.ref << '\n';
+      auto digest = bundle::pull_to_oci_archive(pull);
+      if (!digest) return fail(digest.error());
+      io.err << "bundle create: pulled " << pull.ref << " (" << *digest
+             << ")\n";
+      options.image_archives.push_back(pull.out_path);
     }
     char self[4096];
     const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
