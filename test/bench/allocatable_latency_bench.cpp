@@ -13,10 +13,12 @@
 #include <cstdio>
 #include <thread>
 
+#include "bench_util.hpp"
 #include "k3s_sim.hpp"
 #include "test_support.hpp"
 
 using namespace gpunode::test;
+using gpunode::bench::median;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -25,11 +27,6 @@ double now_unix() {
   return std::chrono::duration<double>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace

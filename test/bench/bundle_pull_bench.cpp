@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "oci_builder.hpp"
 #include "registry_fixture.hpp"
 #include "test_support.hpp"
@@ -15,33 +16,9 @@
 using namespace gpunode::test;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-struct Timed {
-  double seconds;
-  long max_rss_kib;
-};
-
-Timed timed(std::vector<std::string> argv) {
-  argv.insert(argv.begin(), {"/usr/bin/time", "-f", "%M"});
-  auto t0 = Clock::now();
-  Run r = run_with_sim(argv, {}, std::chrono::minutes(5));
-  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (r.exit_code != 0) {
-    std::fprintf(stderr, "%s failed:\n%s", argv[3].c_str(), r.err.c_str());
-    std::exit(1);
-  }
-  std::string err = r.err;
-  while (!err.empty() && err.back() == '\n') err.pop_back();
-  return {s, std::atol(err.substr(err.rfind('\n') + 1).c_str())};
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
+using gpunode::bench::median;
+using gpunode::bench::timed;
+using gpunode::bench::Timed;
 
 int main() {
   if (!registry_available()) {

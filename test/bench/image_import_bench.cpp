@@ -9,22 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "containerd_fixture.hpp"
 #include "oci_builder.hpp"
 #include "test_support.hpp"
 
 using namespace gpunode::test;
+using gpunode::bench::median;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace

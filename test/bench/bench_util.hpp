@@ -1,0 +1,43 @@
+// What every benchmark here needs: medians, and a command's wall time with
+// its peak RSS (GNU time's %M), run the same way for ours and the peer.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace gpunode::bench {
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Timed {
+  double seconds;
+  long max_rss_kib;
+};
+
+// Exits the benchmark when the command fails: a failed run has no time.
+inline Timed timed(std::vector<std::string> argv) {
+  argv.insert(argv.begin(), {"/usr/bin/time", "-f", "%M"});
+  const auto t0 = std::chrono::steady_clock::now();
+  test::Run r = test::run_with_sim(argv, {}, std::chrono::minutes(5));
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  if (r.exit_code != 0) {
+    std::fprintf(stderr, "%s failed:\n%s", argv[3].c_str(), r.err.c_str());
+    std::exit(1);
+  }
+  std::string err = r.err;
+  while (!err.empty() && err.back() == '\n') err.pop_back();
+  return {s, std::atol(err.substr(err.rfind('\n') + 1).c_str())};
+}
+
+}  // namespace gpunode::bench
