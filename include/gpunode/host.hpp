@@ -45,6 +45,13 @@ class FileSystem {
   virtual Result<void> write_file_atomic(const std::string& host_path,
                                          const std::string& content,
                                          unsigned mode) = 0;
+  // Bytes free to an unprivileged writer on the file system that holds
+  // host_path (or its nearest existing parent); nullopt when unknown.
+  virtual std::optional<std::uint64_t> free_bytes(
+      const std::string& host_path) const {
+    (void)host_path;
+    return std::nullopt;
+  }
 };
 
 struct ProcessResult {

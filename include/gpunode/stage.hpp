@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,7 +47,8 @@ struct VerifiedBundle {
   std::string summary;                // files, bytes, signer
   std::string device_plugin_archive;  // real path inside the bundle, or empty
   std::string device_plugin_ref;
-  std::string min_driver;  // may be empty
+  std::string min_driver;         // may be empty
+  std::uint64_t image_bytes = 0;  // the image archives' total size
 };
 
 // Results one stage learns that a later stage needs; each consumer falls

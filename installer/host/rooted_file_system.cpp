@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -173,6 +174,20 @@ class RootedFileSystem : public FileSystem {
       }
     }
     return {};
+  }
+
+  std::optional<std::uint64_t> free_bytes(
+      const std::string& host_path) const override {
+    std::string path = host_path;
+    for (;;) {
+      struct statvfs vfs {};
+      if (::statvfs(resolve(path).c_str(), &vfs) == 0) {
+        return static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+      }
+      if (path == "/" || path.empty()) return std::nullopt;
+      const std::size_t slash = path.rfind('/');
+      path = slash == 0 ? "/" : path.substr(0, slash);
+    }
   }
 
   Result<void> write_file_atomic(const std::string& host_path,

@@ -27,6 +27,9 @@ Result<const VerifiedBundle*> verified_bundle(Context& ctx) {
            ? "signed by " + report->key_fingerprint.substr(0, 16)
            : std::string("signature not checked (--insecure-skip-signature)"));
   for (const auto& image : report->manifest.images) {
+    for (const auto& f : report->manifest.files) {
+      if (f.path == image.file) vb.image_bytes += f.size;
+    }
     if (image.ref == ctx.opts.image_ref) {
       vb.device_plugin_archive = vb.dir + "/" + image.file;
       vb.device_plugin_ref = image.ref;

@@ -1,5 +1,7 @@
 // preflight: can this run work at all? Root (only when something may be
 // changed) and a k3s installation on this host. Changes nothing.
+#include <sys/stat.h>
+
 #include <string>
 #include <vector>
 
@@ -8,6 +10,8 @@
 
 namespace gpunode {
 namespace {
+
+constexpr const char* kContainerdRoot = "/var/lib/rancher/k3s/agent/containerd";
 
 // Where the k3s install script and distribution packages put the units.
 const std::vector<std::string> kUnitDirs = {
@@ -46,6 +50,27 @@ class PreflightStage : public Stage {
     if (!bundle) {
       return blocked("preflight.bundle", bundle.error().message,
                      bundle.error().fix, bundle.error().exit);
+    }
+    // containerd keeps each image twice (its blobs, and the unpacked
+    // snapshot); an import that runs out of disk half-way helps no one.
+    std::uint64_t image_bytes = *bundle ? (*bundle)->image_bytes : 0;
+    struct stat st {};
+    if (ctx.opts.image_archive &&
+        ::stat(ctx.opts.image_archive->c_str(), &st) == 0) {
+      image_bytes += static_cast<std::uint64_t>(st.st_size);
+    }
+    const std::uint64_t needed_bytes = 2 * image_bytes;
+    const auto free = ctx.host.fs().free_bytes(kContainerdRoot);
+    if (needed_bytes > 0 && free && *free < needed_bytes) {
+      return blocked(
+          "preflight.disk",
+          std::string("not enough disk for the images under ") +
+              kContainerdRoot + ": " + std::to_string(*free / (1024 * 1024)) +
+              " MiB free, about " +
+              std::to_string(needed_bytes / (1024 * 1024)) +
+              " MiB needed (the blobs and their unpacked copy)",
+          "free space there (e.g. sudo k3s crictl rmi --prune removes unused "
+          "images), then rerun gpunode install");
     }
     Check c = satisfied("preflight.ok",
                         unit.empty() ? "k3s binary found, no systemd unit"
