@@ -20,6 +20,8 @@ using gpunode::test::run_gpunode;
 using gpunode::test::snapshot_tree;
 using gpunode::test::TempDir;
 
+using gpunode::test::flip_byte;
+
 namespace {
 
 // keygen + create with one device-plugin image; returns the bundle path.
@@ -40,16 +42,6 @@ std::string make_bundle(const TempDir& tmp, bool signed_bundle = true) {
   INFO(c.err);
   REQUIRE(c.exit_code == 0);
   return tmp.path() + "/bundle";
-}
-
-void flip_byte(const std::string& path, std::uint64_t offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  REQUIRE(f);
-  f.seekg(static_cast<std::streamoff>(offset));
-  char c = 0;
-  f.get(c);
-  f.seekp(static_cast<std::streamoff>(offset));
-  f.put(static_cast<char>(c ^ 0x01));
 }
 
 void chmod_tree(const std::string& dir, unsigned dir_mode, unsigned file_mode) {

@@ -12,6 +12,8 @@
 
 using namespace gpunode::test;
 
+using gpunode::test::flip_byte;
+
 namespace {
 
 struct BundleNode {
@@ -54,16 +56,6 @@ struct BundleNode {
     return run_with_sim(argv, env());
   }
 };
-
-void flip_byte(const std::string& path, std::streamoff at) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(at);
-  char c = 0;
-  f.read(&c, 1);
-  f.seekp(at);
-  c = static_cast<char>(c ^ 0x5a);
-  f.write(&c, 1);
-}
 
 }  // namespace
 

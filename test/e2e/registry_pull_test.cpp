@@ -26,6 +26,8 @@ using gpunode::test::Run;
 using gpunode::test::run_gpunode;
 using gpunode::test::TempDir;
 
+using gpunode::test::flip_byte;
+
 namespace {
 
 constexpr const char* kLocked = "nvcr.io/nvidia/k8s-device-plugin:v0.19.3";
@@ -47,16 +49,6 @@ BuiltImage push_test_image(const TempDir& tmp, Registry& registry,
   BuiltImage built = build_image(tmp.path() + "/src.tar", spec);
   registry.push(built.path, kRepoTag);
   return built;
-}
-
-void flip_byte(const std::string& path, std::uint64_t offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  REQUIRE(f);
-  f.seekg(static_cast<std::streamoff>(offset));
-  char c = 0;
-  f.get(c);
-  f.seekp(static_cast<std::streamoff>(offset));
-  f.put(static_cast<char>(c ^ 0x01));
 }
 
 }  // namespace

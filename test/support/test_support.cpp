@@ -153,6 +153,16 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+void flip_byte(const std::string& path, std::uint64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  if (!f) throw std::runtime_error("cannot open " + path);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(static_cast<char>(c ^ 0x01));
+}
+
 void write_text(const std::string& path, const std::string& text,
                 unsigned mode) {
   std::string dir = path.substr(0, path.rfind('/'));

@@ -102,6 +102,8 @@ std::string k3s_kubeconfig(const std::string& server, const std::string& ca_b64,
 std::map<std::string, std::string> snapshot_tree(const std::string& dir);
 
 std::string read_text(const std::string& path);
+// Damages a file in place: one byte at `offset` XOR 0x01 (tamper tests).
+void flip_byte(const std::string& path, std::uint64_t offset);
 void write_text(const std::string& path, const std::string& text,
                 unsigned mode = 0644);
 std::string fixture(const std::string& relative);  // test/fixtures/<relative>

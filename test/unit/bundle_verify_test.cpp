@@ -20,6 +20,8 @@ using gpunode::test::snapshot_tree;
 using gpunode::test::TempDir;
 using gpunode::test::write_text;
 
+using gpunode::test::flip_byte;
+
 namespace {
 
 constexpr std::uint64_t kChunk = 1024;
@@ -91,16 +93,6 @@ struct Bundle {
     return o;
   }
 };
-
-void flip_byte(const std::string& path, std::uint64_t offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  REQUIRE(f);
-  f.seekg(static_cast<std::streamoff>(offset));
-  char c = 0;
-  f.get(c);
-  f.seekp(static_cast<std::streamoff>(offset));
-  f.put(static_cast<char>(c ^ 0x01));
-}
 
 // Verifies, expects refusal with every fragment in the message, and checks
 // that the directory did not change.
