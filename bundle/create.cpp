@@ -447,8 +447,9 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
   if (!created) return created.error();
   std::time_t created_t = 0;
   parse_iso8601(*created, created_t);
-  if (options.image_archives.empty()) {
-    return bad_input("bundle create needs at least one --image-archive");
+  if (options.image_archives.empty() && options.pulls.empty()) {
+    return bad_input(
+        "bundle create needs at least one --image-archive or --pull");
   }
   if (options.platforms.empty()) {
     return bad_input("bundle create needs at least one platform");
@@ -482,6 +483,36 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
     image.platforms = info->platforms;
     image.file = "images/" + image_file_name(locked.ref);
     to_copy.emplace_back(path, std::move(image));
+  }
+  // Pulls are checked now and fetched into the layout below: the pull
+  // checks every digest and size while streaming, so the tar is neither
+  // re-verified nor copied (one pass over the bytes).
+  std::vector<std::pair<PullOptions, ImageEntry>> to_pull;
+  for (const auto& pull : options.pulls) {
+    auto parsed = parse_image_ref(pull.ref);
+    if (!parsed) return parsed.error();
+    const std::string name_as = pull.name_as.empty() ? pull.ref : pull.name_as;
+    const LockedImage* locked = nullptr;
+    for (const LockedImage* l :
+         {&locked_device_plugin_image(), &locked_cuda_sample_image()}) {
+      if (l->ref == name_as) locked = l;
+    }
+    if (locked == nullptr) {
+      return bad_input("--pull " + pull.ref + " is neither " +
+                           locked_device_plugin_image().ref + " nor " +
+                           locked_cuda_sample_image().ref +
+                           " (or a mirror's copy of one)",
+                       "a bundle carries the images in images/images.lock");
+    }
+    if (!seen_names.insert(locked->name).second) {
+      return bad_input("more than one --image-archive or --pull holds " +
+                       locked->ref + " (" + pull.ref + ")");
+    }
+    ImageEntry image;
+    image.name = locked->name;
+    image.ref = locked->ref;
+    image.file = "images/" + image_file_name(locked->ref);
+    to_pull.emplace_back(pull, std::move(image));
   }
 
   // --- Lay the bundle out in a temporary sibling. ---
@@ -518,6 +549,31 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
     if (auto r = add(copy_file(source, root, image.file, 0644)); !r) {
       return r.error();
     }
+    m.images.push_back(image);
+  }
+  for (auto& [pull, image] : to_pull) {
+    pull.out_path = root + "/" + image.file;
+    pull.platforms = options.platforms;
+    ChunkedHasher hasher;
+    pull.on_output = [&hasher](const char* p, std::size_t n) {
+      hasher.update(p, n);
+    };
+    if (options.note) options.note("pulling " + pull.ref);
+    auto pulled = pull_to_oci_archive(pull);
+    if (!pulled) return pulled.error();
+    FileEntry entry;
+    entry.path = image.file;
+    if (!hasher.finish(entry)) {
+      return io_error("SHA-256 failed for " + pull.out_path, EIO);
+    }
+    if (options.note) {
+      options.note("pulled " + pull.ref + " (" + pulled->digest + ", " +
+                   std::to_string(pulled->blob_bytes) + " bytes of blobs)");
+    }
+    image.digest = pulled->digest;
+    image.platforms = pulled->platforms;
+    std::sort(image.platforms.begin(), image.platforms.end());
+    m.files.push_back(std::move(entry));
     m.images.push_back(image);
   }
   const std::pair<const char*, const char*> manifests[] = {

@@ -1,11 +1,12 @@
 // Registry pulls for `bundle create --pull`
 // (include/gpunode/registry_pull.hpp).
 //
-// Every byte fetched is hashed while it streams to disk and checked against
-// the digest that named it before it can reach the archive: a registry (or a
-// proxy, or a cache) that serves damaged content is refused, never bundled.
-// Work happens in a temporary directory next to out_path, so a failed pull
-// leaves nothing behind and the final rename stays on one file system.
+// One pass over the bytes: manifests are fetched into memory first, then
+// the tar is written in its final (sorted) order with every blob streamed
+// from the registry straight into its entry, hashed on the way and checked
+// against the digest that named it. A registry (or proxy, or cache) that
+// serves damaged content fails the pull, and the temporary tar next to
+// out_path is removed, so nothing damaged is ever named or bundled.
 #include "gpunode/registry_pull.hpp"
 
 #include <archive.h>
@@ -21,9 +22,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -86,21 +89,24 @@ struct Fd {
   Fd& operator=(const Fd&) = delete;
 };
 
-// Removes the work directory unless released (the tar was renamed out).
-class WorkDir {
+// Removes the temporary tar unless released (it was renamed to out_path).
+class TempFile {
  public:
-  explicit WorkDir(std::string path) : path_(std::move(path)) {}
-  ~WorkDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
+  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  ~TempFile() {
+    if (!path_.empty()) ::unlink(path_.c_str());
   }
-  WorkDir(const WorkDir&) = delete;
-  WorkDir& operator=(const WorkDir&) = delete;
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
   const std::string& path() const { return path_; }
+  void release() { path_.clear(); }
 
  private:
   std::string path_;
 };
+
+// Where a blob's bytes go: returns 0, or the errno of a failed write.
+using BlobOut = std::function<int(const char*, std::size_t)>;
 
 std::string to_hex(const unsigned char* md, unsigned len) {
   static const char* kHex = "0123456789abcdef";
@@ -163,15 +169,16 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-// Where a body goes: into memory (manifests, tokens, errors) or into a file
-// that is hashed as it is written (blobs).
+// Where a body goes: into memory (manifests, tokens, errors) or out through
+// a BlobOut, hashed as it goes (blobs).
 struct Sink {
   Response* response = nullptr;
-  int fd = -1;  // blob file; -1 = memory
+  const BlobOut* out = nullptr;  // blob destination; null = memory
   EVP_MD_CTX* md = nullptr;
-  std::uint64_t written = 0;  // bytes in the file so far (across resumes)
+  std::uint64_t written = 0;  // bytes sent out so far (across resumes)
   std::uint64_t limit = 0;    // the most the body may hold
   bool resuming = false;      // asked for a Range starting at `written`
+  std::uint64_t skip = 0;     // bytes of this body already sent out
   bool too_big = false;
   bool io_failed = false;
   int io_errno = 0;
@@ -183,12 +190,12 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   const long st = s->response->status;
   // Error bodies (and anything before the final status) go to memory, a
   // little of them, for the message.
-  if (s->fd < 0 || (st != 200 && st != 206)) {
+  if (!s->out || (st != 200 && st != 206)) {
     std::string& b = s->response->body;
     const std::size_t cap =
-        s->fd < 0 ? static_cast<std::size_t>(s->limit) : 64 * 1024;
+        !s->out ? static_cast<std::size_t>(s->limit) : 64 * 1024;
     if (b.size() + bytes > cap) {
-      if (s->fd < 0) {
+      if (!s->out) {
         s->too_big = true;
         return 0;  // aborts the transfer
       }
@@ -198,36 +205,34 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
     return bytes;
   }
   if (s->resuming && st == 200) {
-    // The server ignored the Range and sends the whole blob: start the
-    // file and its hash over rather than append a second copy.
-    if (::ftruncate(s->fd, 0) != 0 || ::lseek(s->fd, 0, SEEK_SET) != 0) {
-      s->io_failed = true;
-      s->io_errno = errno;
-      return 0;
-    }
-    EVP_DigestInit_ex(s->md, EVP_sha256(), nullptr);
-    s->written = 0;
+    // The server ignored the Range and sends the whole blob again: drop
+    // the part already sent out (the bytes went into the tar and cannot be
+    // taken back). If the content changed meanwhile, the digest check at
+    // the end catches it.
+    s->skip = s->written;
   }
   s->resuming = false;
-  if (s->written + bytes > s->limit) {
+  const char* p = data;
+  size_t left = bytes;
+  if (s->skip > 0) {
+    const auto drop =
+        static_cast<size_t>(std::min<std::uint64_t>(s->skip, left));
+    s->skip -= drop;
+    p += drop;
+    left -= drop;
+  }
+  if (s->written + left > s->limit) {
     s->too_big = true;
     return 0;
   }
-  const char* p = data;
-  size_t left = bytes;
-  while (left > 0) {
-    const ssize_t w = ::write(s->fd, p, left);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      s->io_failed = true;
-      s->io_errno = errno;
-      return 0;
-    }
-    p += w;
-    left -= static_cast<size_t>(w);
+  if (left == 0) return bytes;
+  if (const int err = (*s->out)(p, left); err != 0) {
+    s->io_failed = true;
+    s->io_errno = err;
+    return 0;
   }
-  EVP_DigestUpdate(s->md, data, bytes);
-  s->written += bytes;
+  EVP_DigestUpdate(s->md, p, left);
+  s->written += left;
   return bytes;
 }
 
@@ -275,54 +280,49 @@ class Client {
     Sink sink;
     sink.response = &r;
     sink.limit = kMaxManifestBytes;
-    auto got = get(base_ + "/manifests/" + reference, kAccept, sink, nullptr,
+    auto got = get(base_ + "/manifests/" + reference, kAccept, sink,
                    "manifest " + reference);
     if (!got) return got.error();
     return r;
   }
 
-  // Streams the blob into `path`, checking size and SHA-256. A transfer cut
-  // short resumes from where it stopped (HTTP Range) when the server
-  // honours ranges; otherwise the file starts over.
+  // Streams the blob out through `out`, checking size and SHA-256. A
+  // transfer cut short resumes where it stopped (HTTP Range); a server that
+  // ignores ranges resends from 0 and the part already sent is skipped.
   Result<void> blob(const std::string& digest, std::uint64_t size,
-                    const std::string& path, const std::string& what) {
-    const int raw =
-        ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (raw < 0)
-      return blocked("cannot create " + path + ": " + std::strerror(errno));
-    Fd fd(raw);
+                    const BlobOut& out, const std::string& what) {
     MdCtx md(EVP_MD_CTX_new());
     if (!md || EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr) != 1)
       return blocked("SHA-256 is not available");
     Response r;
     Sink sink;
     sink.response = &r;
-    sink.fd = fd.fd;
+    sink.out = &out;
     sink.md = md.get();
     sink.limit = size;
-    auto got = get(base_ + "/blobs/" + digest, nullptr, sink, &md,
-                   what + " " + digest);
+    auto got =
+        get(base_ + "/blobs/" + digest, nullptr, sink, what + " " + digest);
     if (!got) return got.error();
     if (sink.written != size)
       return integrity(what + " " + digest + ": the registry sent " +
                        std::to_string(sink.written) +
                        " bytes, its descriptor says " + std::to_string(size));
-    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned char hash[EVP_MAX_MD_SIZE];
     unsigned len = 0;
-    EVP_DigestFinal_ex(md.get(), out, &len);
-    const std::string actual = "sha256:" + to_hex(out, len);
+    EVP_DigestFinal_ex(md.get(), hash, &len);
+    const std::string actual = "sha256:" + to_hex(hash, len);
     if (actual != digest)
       return integrity(what + " " + digest +
                        " is damaged: its content hashes to " + actual);
-    if (::fsync(fd.fd) != 0)
-      return blocked("cannot write " + path + ": " + std::strerror(errno));
     return {};
   }
 
  private:
-  // One GET with auth, retries, backoff and (for file sinks) resume.
+  // One GET with auth, retries, backoff and (for blob sinks) resume. What a
+  // cut transfer already sent out is kept: the next attempt asks for the
+  // rest.
   Result<void> get(const std::string& url, const char* accept, Sink& sink,
-                   MdCtx* md, const std::string& what) {
+                   const std::string& what) {
     bool tried_token = false;
     std::string last;
     for (int attempt = 0; attempt < kAttempts; ++attempt) {
@@ -348,7 +348,7 @@ class Client {
         raw_headers = curl_slist_append(
             raw_headers, ("Authorization: Bearer " + token_).c_str());
       // Resume: keep what a cut transfer already wrote and hashed.
-      const bool resume = sink.fd >= 0 && sink.written > 0;
+      const bool resume = sink.out && sink.written > 0;
       const std::string range =
           "Range: bytes=" + std::to_string(sink.written) + "-";
       if (resume) raw_headers = curl_slist_append(raw_headers, range.c_str());
@@ -358,6 +358,7 @@ class Client {
       sink.response->body.clear();
       sink.too_big = false;
       sink.resuming = resume;
+      sink.skip = 0;
       configure(c, url, headers.get(), sink, left);
       const CURLcode rc = curl_easy_perform(c);
       const long status = sink.response->status;
@@ -365,13 +366,12 @@ class Client {
         return blocked(std::string("cannot write ") + what + ": " +
                        std::strerror(sink.io_errno));
       if (sink.too_big)
-        return sink.fd >= 0
-                   ? integrity(what +
-                               ": the registry sent more bytes than "
-                               "its descriptor says (" +
-                               std::to_string(sink.limit) + ")")
-                   : blocked(what + ": larger than " +
-                             std::to_string(kMaxManifestBytes) + " bytes");
+        return sink.out ? integrity(what +
+                                    ": the registry sent more bytes than "
+                                    "its descriptor says (" +
+                                    std::to_string(sink.limit) + ")")
+                        : blocked(what + ": larger than " +
+                                  std::to_string(kMaxManifestBytes) + " bytes");
       if (status == 401 && !tried_token) {
         tried_token = true;
         auto t = fetch_token(sink.response->headers["www-authenticate"]);
@@ -393,17 +393,10 @@ class Client {
       }
       if (rc != CURLE_OK) {
         last = curl_easy_strerror(rc);
-        // A partial blob stays (and is resumed) if the server did 200/206.
-        if (sink.fd >= 0 && status != 200 && status != 206) {
-          if (auto r = restart(sink, md); !r) return r.error();
-        }
         continue;
       }
       if (status >= 500 || status == 429) {
         last = "HTTP " + std::to_string(status);
-        if (sink.fd >= 0 && sink.written > 0) {
-          if (auto r = restart(sink, md); !r) return r.error();
-        }
         continue;
       }
       // 4xx: final. The registry's error body says why (MANIFEST_UNKNOWN,
@@ -432,16 +425,6 @@ class Client {
                        ? std::string()
                        : "is the registry plain HTTP? then pass "
                          "--insecure-registry");
-  }
-
-  // Empties the blob file and its hash so the next attempt starts at 0.
-  Result<void> restart(Sink& sink, MdCtx* md) {
-    if (::ftruncate(sink.fd, 0) != 0 || ::lseek(sink.fd, 0, SEEK_SET) != 0)
-      return blocked(std::string("cannot rewind a blob file: ") +
-                     std::strerror(errno));
-    sink.written = 0;
-    if (md) EVP_DigestInit_ex(md->get(), EVP_sha256(), nullptr);
-    return {};
   }
 
   void configure(CURL* c, const std::string& url, curl_slist* headers,
@@ -573,75 +556,95 @@ Result<std::vector<Blob>> referenced_blobs(const json& m,
   return out;
 }
 
-Result<void> write_file(const std::string& path, const std::string& data) {
-  const int raw =
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (raw < 0)
-    return blocked("cannot create " + path + ": " + std::strerror(errno));
-  Fd fd(raw);
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t w = ::write(fd.fd, data.data() + done, data.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0)
-      return blocked("cannot write " + path + ": " + std::strerror(errno));
-    done += static_cast<std::size_t>(w);
-  }
-  return {};
-}
+// The OCI-layout tar, written in one pass: pax, entries in byte order,
+// owner 0, mtime 0, so the same pull gives the same bytes. Every byte that
+// reaches the file is also shown to `observe` (the bundle hashes it there,
+// so the finished tar is never read back).
+class TarWriter {
+ public:
+  TarWriter(std::string path, int fd,
+            std::function<void(const char*, std::size_t)> observe)
+      : path_(std::move(path)), fd_(fd), observe_(std::move(observe)) {}
 
-// The OCI-layout tar: pax, entries sorted, owner 0, mtime 0, so the same
-// pull gives the same bytes. `files` maps entry name -> file on disk.
-Result<void> write_tar(const std::string& tar_path,
-                       const std::map<std::string, std::string>& files) {
-  std::unique_ptr<archive, ArchiveFree> a(archive_write_new());
-  if (!a) return blocked("libarchive could not start");
-  auto fail = [&](const std::string& what) {
-    return blocked("cannot write " + tar_path + " (" + what +
-                   "): " + archive_error_string(a.get()));
-  };
-  if (archive_write_set_format_pax_restricted(a.get()) != ARCHIVE_OK ||
-      archive_write_open_filename(a.get(), tar_path.c_str()) != ARCHIVE_OK)
-    return fail("open");
-  std::vector<char> buf(1 << 20);
-  // std::map iterates in byte order: the entries come out sorted.
-  for (const auto& [name, src] : files) {
-    const int raw = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
-    if (raw < 0)
-      return blocked("cannot read " + src + ": " + std::strerror(errno));
-    Fd fd(raw);
-    struct stat st {};
-    if (::fstat(fd.fd, &st) != 0)
-      return blocked("cannot stat " + src + ": " + std::strerror(errno));
+  Result<void> open() {
+    if (!a_) return blocked("libarchive could not start");
+    if (archive_write_set_format_pax_restricted(a_.get()) != ARCHIVE_OK ||
+        archive_write_open(a_.get(), this, nullptr, &TarWriter::on_write,
+                           nullptr) != ARCHIVE_OK)
+      return fail("open");
+    return {};
+  }
+
+  Result<void> begin(const std::string& name, std::uint64_t size) {
     std::unique_ptr<archive_entry, EntryFree> e(archive_entry_new());
     archive_entry_set_pathname(e.get(), name.c_str());
     archive_entry_set_filetype(e.get(), AE_IFREG);
     archive_entry_set_perm(e.get(), 0644);
-    archive_entry_set_size(e.get(), st.st_size);
+    archive_entry_set_size(e.get(), static_cast<la_int64_t>(size));
     archive_entry_set_mtime(e.get(), 0, 0);
     archive_entry_set_uid(e.get(), 0);
     archive_entry_set_gid(e.get(), 0);
-    if (archive_write_header(a.get(), e.get()) != ARCHIVE_OK) return fail(name);
-    for (;;) {
-      const ssize_t n = ::read(fd.fd, buf.data(), buf.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0)
-        return blocked("cannot read " + src + ": " + std::strerror(errno));
-      if (n == 0) break;
-      if (archive_write_data(a.get(), buf.data(), static_cast<size_t>(n)) != n)
-        return fail(name);
+    if (archive_write_header(a_.get(), e.get()) != ARCHIVE_OK)
+      return fail(name);
+    return {};
+  }
+
+  // 0, or the errno of the failed write (EIO when libarchive failed alone).
+  int data(const char* p, std::size_t n) {
+    const la_ssize_t w = archive_write_data(a_.get(), p, n);
+    if (w == static_cast<la_ssize_t>(n)) return 0;
+    return errno_ != 0 ? errno_ : EIO;
+  }
+
+  Result<void> close() {
+    if (archive_write_close(a_.get()) != ARCHIVE_OK) return fail("close");
+    // fsync before the rename: a crash must not leave a named, empty tar.
+    if (::fsync(fd_) != 0)
+      return blocked("cannot fsync " + path_ + ": " + std::strerror(errno));
+    return {};
+  }
+
+ private:
+  static la_ssize_t on_write(archive*, void* self, const void* buf, size_t n) {
+    auto* t = static_cast<TarWriter*>(self);
+    const char* p = static_cast<const char*>(buf);
+    size_t left = n;
+    while (left > 0) {
+      const ssize_t w = ::write(t->fd_, p, left);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        t->errno_ = errno;
+        return -1;
+      }
+      p += w;
+      left -= static_cast<size_t>(w);
     }
+    if (t->observe_) t->observe_(static_cast<const char*>(buf), n);
+    return static_cast<la_ssize_t>(n);
   }
-  if (archive_write_close(a.get()) != ARCHIVE_OK) return fail("close");
-  // fsync before the rename: a crash must not leave a named, empty tar.
-  const int raw = ::open(tar_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (raw >= 0) {
-    Fd fd(raw);
-    if (::fsync(fd.fd) != 0)
-      return blocked("cannot fsync " + tar_path + ": " + std::strerror(errno));
+
+  Error fail(const std::string& what) {
+    const char* e = archive_error_string(a_.get());
+    return blocked("cannot write " + path_ + " (" + what + "): " +
+                   (errno_ != 0 ? std::strerror(errno_)
+                    : e         ? e
+                                : "?"));
   }
-  return {};
-}
+
+  std::string path_;
+  int fd_;
+  std::function<void(const char*, std::size_t)> observe_;
+  std::unique_ptr<archive, ArchiveFree> a_{archive_write_new()};
+  int errno_ = 0;
+};
+
+// A tar entry to be: bytes already in memory, or a blob still at the
+// registry.
+struct Entry {
+  std::string bytes;
+  std::optional<Blob> remote;
+  std::uint64_t size() const { return remote ? remote->size : bytes.size(); }
+};
 
 }  // namespace
 
@@ -717,7 +720,7 @@ std::string archive_name_for(const std::string& ref) {
   return ref;
 }
 
-Result<std::string> pull_to_oci_archive(const PullOptions& options) {
+Result<PulledImage> pull_to_oci_archive(const PullOptions& options) {
   auto ref = parse_image_ref(options.ref);
   if (!ref) return ref.error();
   if (options.out_path.empty())
@@ -725,37 +728,19 @@ Result<std::string> pull_to_oci_archive(const PullOptions& options) {
   if (options.platforms.empty())
     return usage_error("pull: no platforms asked for " + options.ref);
 
-  // Work next to out_path: the rename at the end stays on one file system.
-  std::string tmpl = options.out_path + ".pull-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (::mkdtemp(buf.data()) == nullptr)
-    return blocked("cannot create a directory next to " + options.out_path +
-                   ": " + std::strerror(errno));
-  WorkDir work(buf.data());
-  const std::string blob_dir = work.path() + "/blobs";
-  if (::mkdir(blob_dir.c_str(), 0755) != 0)
-    return blocked("cannot create " + blob_dir + ": " + std::strerror(errno));
-
   Client client(options, *ref);
-  std::map<std::string, std::string> entries;  // tar entry -> file
-  auto add_bytes = [&](const std::string& digest,
-                       const std::string& data) -> Result<void> {
-    const std::string hex = digest.substr(7);
-    const std::string path = blob_dir + "/" + hex;
-    if (auto r = write_file(path, data); !r) return r;
-    entries["blobs/sha256/" + hex] = path;
-    return {};
+  std::map<std::string, Entry> entries;  // tar entry name -> content
+  auto add_bytes = [&](const std::string& digest, std::string data) {
+    entries["blobs/sha256/" + digest.substr(7)].bytes = std::move(data);
   };
-  auto add_blob = [&](const Blob& b) -> Result<void> {
-    const std::string name = "blobs/sha256/" + b.digest.substr(7);
-    if (entries.count(name)) return {};  // shared by platforms: fetch once
-    const std::string path = blob_dir + "/" + b.digest.substr(7);
-    if (auto r = client.blob(b.digest, b.size, path, b.what); !r) return r;
-    entries[name] = path;
-    return {};
+  // Blobs shared by platforms are listed (and fetched) once.
+  auto add_blob = [&](const Blob& b) {
+    Entry& e = entries["blobs/sha256/" + b.digest.substr(7)];
+    if (!e.remote) e.remote = b;
   };
+  PulledImage pulled;
 
+  // --- Plan: every manifest into memory, every blob named. ---
   // The top manifest: its digest is the hash of the bytes served. A ref by
   // digest must match it; a registry's Docker-Content-Digest must too.
   auto top = client.manifest(ref->reference);
@@ -776,15 +761,20 @@ Result<std::string> pull_to_oci_archive(const PullOptions& options) {
     top_type = top->headers["content-type"];
     top_type = top_type.substr(0, top_type.find(';'));
   }
-  if (auto r = add_bytes(top_digest, top->body); !r) return r.error();
+  const std::uint64_t top_size = top->body.size();
+  add_bytes(top_digest, top->body);
 
+  std::set<std::string> found;
+  std::string has;  // the platforms the image offers, for the message
   if (is_index_type(top_type) || top_json->contains("manifests")) {
     // Keep the served index byte for byte (its digest is the image's
     // identity) and fetch only the asked-for platforms' manifests and blobs.
-    std::set<std::string> found;
     const json manifests = top_json->value("manifests", json::array());
     for (const auto& d : manifests) {
       const json platform = d.value("platform", json());
+      if (platform.is_object())
+        has += (has.empty() ? "" : ", ") + platform.value("os", std::string()) +
+               "/" + platform.value("architecture", std::string());
       std::string match;
       for (const auto& want : options.platforms)
         if (platform_matches(want, platform)) match = want;
@@ -802,34 +792,45 @@ Result<std::string> pull_to_oci_archive(const PullOptions& options) {
                          sha256_of(m->body));
       auto mj = parse_json(m->body, what);
       if (!mj) return mj.error();
-      if (auto r = add_bytes(digest, m->body); !r) return r.error();
       auto blobs = referenced_blobs(*mj, what);
       if (!blobs) return blobs.error();
-      for (const auto& b : *blobs)
-        if (auto r = add_blob(b); !r) return r.error();
+      add_bytes(digest, std::move(m->body));
+      for (const auto& b : *blobs) add_blob(b);
       found.insert(match);
     }
-    if (found.empty()) {
-      std::string wanted, has;
-      for (const auto& p : options.platforms)
-        wanted += (wanted.empty() ? "" : ", ") + p;
-      for (const auto& d : manifests) {
-        const json p = d.value("platform", json());
-        if (p.is_object())
-          has += (has.empty() ? "" : ", ") + p.value("os", std::string()) +
-                 "/" + p.value("architecture", std::string());
-      }
-      return Error{ExitCode::kUsage, kLayer,
-                   options.ref + " has no image for " + wanted +
-                       " (it has: " + (has.empty() ? "none" : has) + ")",
-                   "choose --platform from those it has"};
-    }
   } else {
-    // A single-platform manifest: whatever it is, it is the image.
+    // A single-platform manifest: its config says which platform it is.
+    // Configs are small; fetched into memory (and checked) here.
     auto blobs = referenced_blobs(*top_json, "the manifest of " + options.ref);
     if (!blobs) return blobs.error();
-    for (const auto& b : *blobs)
-      if (auto r = add_blob(b); !r) return r.error();
+    const Blob& cfg = blobs->front();
+    if (cfg.size > kMaxManifestBytes)
+      return blocked(cfg.what + ": larger than " +
+                     std::to_string(kMaxManifestBytes) + " bytes");
+    std::string config;
+    const BlobOut to_memory = [&](const char* p, std::size_t n) {
+      config.append(p, n);
+      return 0;
+    };
+    if (auto r = client.blob(cfg.digest, cfg.size, to_memory, cfg.what); !r)
+      return r.error();
+    auto cj = parse_json(config, cfg.what);
+    if (!cj) return cj.error();
+    has = cj->value("os", std::string()) + "/" +
+          cj->value("architecture", std::string());
+    for (const auto& want : options.platforms)
+      if (platform_matches(want, *cj)) found.insert(want);
+    add_bytes(cfg.digest, std::move(config));
+    for (std::size_t i = 1; i < blobs->size(); ++i) add_blob((*blobs)[i]);
+  }
+  if (found.empty()) {
+    std::string wanted;
+    for (const auto& p : options.platforms)
+      wanted += (wanted.empty() ? "" : ", ") + p;
+    return Error{ExitCode::kUsage, kLayer,
+                 options.ref + " has no image for " + wanted +
+                     " (it has: " + (has.empty() ? "none" : has) + ")",
+                 "choose --platform from those it has"};
   }
 
   // index.json names the image (not the registry it came through).
@@ -840,25 +841,56 @@ Result<std::string> pull_to_oci_archive(const PullOptions& options) {
        json::array(
            {{{"mediaType", top_type},
              {"digest", top_digest},
-             {"size", top->body.size()},
+             {"size", top_size},
              {"annotations",
               {{"org.opencontainers.image.ref.name",
                 options.name_as.empty() ? options.ref : options.name_as}}}}})}};
-  const std::string index_path = work.path() + "/index.json";
-  const std::string layout_path = work.path() + "/oci-layout";
-  if (auto r = write_file(index_path, index.dump()); !r) return r.error();
-  if (auto r = write_file(layout_path, "{\"imageLayoutVersion\":\"1.0.0\"}");
-      !r)
-    return r.error();
-  entries["index.json"] = index_path;
-  entries["oci-layout"] = layout_path;
+  entries["index.json"].bytes = index.dump();
+  entries["oci-layout"].bytes = "{\"imageLayoutVersion\":\"1.0.0\"}";
 
-  const std::string tar = work.path() + "/image.tar";
-  if (auto r = write_tar(tar, entries); !r) return r.error();
-  if (::rename(tar.c_str(), options.out_path.c_str()) != 0)
-    return blocked("cannot rename " + tar + " to " + options.out_path + ": " +
+  // --- Write: one pass, in the tar's final order. ---
+  // A temporary file next to out_path: the rename stays on one file system.
+  std::string tmpl = options.out_path + ".pull-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  const int raw = ::mkstemp(buf.data());
+  if (raw < 0)
+    return blocked("cannot create a file next to " + options.out_path + ": " +
                    std::strerror(errno));
-  return top_digest;
+  Fd fd(raw);
+  TempFile temp(buf.data());
+  // mkstemp makes 0600; the tar is as readable as the rest of the bundle.
+  if (::fchmod(fd.fd, 0644) != 0)
+    return blocked("cannot set the mode of " + temp.path() + ": " +
+                   std::strerror(errno));
+  TarWriter tar(temp.path(), fd.fd, options.on_output);
+  if (auto r = tar.open(); !r) return r.error();
+  // std::map iterates in byte order: the entries come out sorted.
+  for (const auto& [name, entry] : entries) {
+    if (auto r = tar.begin(name, entry.size()); !r) return r.error();
+    if (!entry.remote) {
+      if (const int err = tar.data(entry.bytes.data(), entry.bytes.size());
+          err != 0)
+        return blocked("cannot write " + temp.path() + ": " +
+                       std::strerror(err));
+      continue;
+    }
+    const Blob& b = *entry.remote;
+    const BlobOut to_tar = [&](const char* p, std::size_t n) {
+      return tar.data(p, n);
+    };
+    if (auto r = client.blob(b.digest, b.size, to_tar, b.what); !r)
+      return r.error();
+    pulled.blob_bytes += b.size;
+  }
+  if (auto r = tar.close(); !r) return r.error();
+  if (::rename(temp.path().c_str(), options.out_path.c_str()) != 0)
+    return blocked("cannot rename " + temp.path() + " to " + options.out_path +
+                   ": " + std::strerror(errno));
+  temp.release();
+  pulled.digest = top_digest;
+  pulled.platforms.assign(found.begin(), found.end());
+  return pulled;
 }
 
 }  // namespace gpunode::bundle

@@ -1,13 +1,15 @@
 // `gpunode bundle create`, on the connected side: lays out a bundle directory
-// from local image archives (registry pulls come later), the compiled-in
+// from local image archives and registry pulls, the compiled-in
 // manifests and the running binary, writes bundle.toml, and signs it.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "gpunode/bundle.hpp"
+#include "gpunode/registry_pull.hpp"
 #include "gpunode/result.hpp"
 
 namespace gpunode::bundle {
@@ -16,6 +18,10 @@ struct CreateOptions {
   std::string out;  // must not exist, or be an empty directory
   std::vector<std::string>
       image_archives;  // --image-archive, verified like the image stage does
+  // --pull: each is pulled straight into images/ (out_path and on_output
+  // are set here); name_as must be a locked image's ref.
+  std::vector<PullOptions> pulls;
+  std::function<void(const std::string&)> note;  // progress lines; optional
   std::string self_binary;  // copied as bin/gpunode (/proc/self/exe)
   std::optional<std::string> sign_key_pem;  // --sign-key: Ed25519 private key
   std::string created;  // ISO 8601; "" = SOURCE_DATE_EPOCH or now

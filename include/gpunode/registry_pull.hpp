@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,15 @@ struct PullOptions {
   // org.opencontainers.image.ref.name written into index.json; empty = ref.
   // The archive names the image, not the registry it came through.
   std::string name_as;
+  // Sees every byte written to the tar, in order (e.g. to hash it for
+  // bundle.toml without reading the file back). May be empty.
+  std::function<void(const char*, std::size_t)> on_output;
+};
+
+struct PulledImage {
+  std::string digest;  // the top descriptor's: the served index or manifest
+  std::vector<std::string> platforms;  // of options.platforms, those pulled
+  std::uint64_t blob_bytes = 0;        // fetched from the registry
 };
 
 struct ParsedRef {
@@ -44,8 +54,9 @@ Result<ParsedRef> parse_image_ref(const std::string& ref);
 // whatever registry `ref` names (a mirror); else `ref` itself.
 std::string archive_name_for(const std::string& ref);
 
-// Pulls `options.ref` and writes options.out_path. Returns the digest of the
-// top descriptor ("sha256:<hex>": the served index or manifest). Errors:
+// Pulls `options.ref` and writes options.out_path in one pass: manifests
+// first, into memory, then each blob streamed from the registry into its tar
+// entry while its SHA-256 and size are checked. Errors:
 // kUsage (malformed ref, none of the platforms in the image), kBlocked
 // (registry unreachable, unknown repository/tag, HTTP errors, local I/O),
 // kIntegrity (a blob or manifest whose SHA-256 or size is not what its
@@ -55,6 +66,6 @@ std::string archive_name_for(const std::string& ref);
 // Docker schema 2 manifest lists / manifests are kept as served (OCI layout
 // descriptors may carry those media types; ctr imports them). Anonymous
 // pulls only: a registry that wants credentials is refused (kBlocked).
-Result<std::string> pull_to_oci_archive(const PullOptions& options);
+Result<PulledImage> pull_to_oci_archive(const PullOptions& options);
 
 }  // namespace gpunode::bundle

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,10 @@ struct VerifiedBundle {
   std::string device_plugin_ref;
   std::string min_driver;         // may be empty
   std::uint64_t image_bytes = 0;  // the image archives' total size
+  // manifests/*.yml as the bundle carries them (read once, after their
+  // hashes verified), by file name; the stages install these, not the
+  // running binary's compiled-in copies.
+  std::map<std::string, std::string> manifests;
 };
 
 // Results one stage learns that a later stage needs; each consumer falls

@@ -212,39 +212,6 @@ struct CreateFlags {
   std::string platforms;  // "linux/amd64,linux/arm64"
 };
 
-// Where pulled archives wait for create_bundle: a sibling of --out (same file
-// system, so no extra copy across disks; never inside the bundle, which must
-// hold only what bundle.toml lists). Removed whatever happens.
-class PullDir {
- public:
-  PullDir() = default;
-  ~PullDir() {
-    if (path_.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  PullDir(const PullDir&) = delete;
-  PullDir& operator=(const PullDir&) = delete;
-  Result<void> make(std::string out) {
-    while (out.size() > 1 && out.back() == '/') out.pop_back();
-    std::string tmpl = out + ".pulls-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (::mkdtemp(buf.data()) == nullptr)
-      return Error{ExitCode::kBlocked,
-                   "bundle",
-                   "cannot create a directory next to " + out + ": " +
-                       std::strerror(errno),
-                   {}};
-    path_ = buf.data();
-    return {};
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
   std::size_t start = 0;
@@ -323,36 +290,20 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     // Refs are checked before anything is fetched.
     for (const auto& ref : f->pulls)
       if (auto p = bundle::parse_image_ref(ref); !p) return fail(p.error());
-    // create_bundle checks --out again; here so a taken --out fails before a
-    // download rather than after it.
-    {
-      std::error_code ec;
-      if (!f->pulls.empty() && std::filesystem::exists(f->out, ec) &&
-          !(std::filesystem::is_directory(f->out, ec) &&
-            std::filesystem::is_empty(f->out, ec)))
-        return fail(usage_error(f->out + " already exists and is not an empty "
-                                         "directory"));
-    }
-    PullDir pulled;
-    if (!f->pulls.empty()) {
-      if (auto r = pulled.make(f->out); !r) return fail(r.error());
-    }
-    for (std::size_t i = 0; i < f->pulls.size(); ++i) {
+    // Pulls go straight into the bundle's images/ (create_bundle checks
+    // --out and every ref first, so a mistake costs no download).
+    for (const auto& ref : f->pulls) {
       bundle::PullOptions pull;
-      pull.ref = f->pulls[i];
-      pull.out_path = pulled.path() + "/" + std::to_string(i) + "-" +
-                      bundle::image_file_name(pull.ref);
+      pull.ref = ref;
       pull.platforms = options.platforms;
       pull.ca_file = f->registry_ca;
       pull.insecure_http = f->insecure_registry;
-      pull.name_as = bundle::archive_name_for(pull.ref);
-      io.err << "bundle create: pulling " << pull.ref << '\n';
-      auto digest = bundle::pull_to_oci_archive(pull);
-      if (!digest) return fail(digest.error());
-      io.err << "bundle create: pulled " << pull.ref << " (" << *digest
-             << ")\n";
-      options.image_archives.push_back(pull.out_path);
+      pull.name_as = bundle::archive_name_for(ref);
+      options.pulls.push_back(std::move(pull));
     }
+    options.note = [&io](const std::string& line) {
+      io.err << "bundle create: " << line << '\n';
+    };
     char self[4096];
     const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0)

@@ -106,9 +106,14 @@ Result<std::vector<json>> yaml_documents(const std::string& yaml,
   }
 }
 
-Result<json> render_runtimeclass() {
-  auto docs = yaml_documents(kRuntimeClassManifest,
-                             "manifests/runtimeclass-nvidia.yml");
+ManifestTexts ManifestTexts::built_in() {
+  return {kRuntimeClassManifest, kDevicePluginManifest, kTimeSlicingManifest,
+          "built-in"};
+}
+
+Result<json> render_runtimeclass(const ManifestTexts& texts) {
+  auto docs =
+      yaml_documents(texts.runtimeclass, "manifests/runtimeclass-nvidia.yml");
   if (!docs) return docs.error();
   json rc = docs->at(0);
   label_managed(rc);
@@ -116,12 +121,13 @@ Result<json> render_runtimeclass() {
 }
 
 Result<RenderedPlugin> render_device_plugin(const Options& opts,
-                                            const std::string& plugin_image) {
+                                            const std::string& plugin_image,
+                                            const ManifestTexts& texts) {
   const bool slicing = opts.variant == Variant::kTimeSlicing;
   auto docs =
-      slicing ? yaml_documents(kTimeSlicingManifest,
+      slicing ? yaml_documents(texts.time_slicing,
                                "manifests/nvidia-device-plugin-timeSlicing.yml")
-              : yaml_documents(kDevicePluginManifest,
+              : yaml_documents(texts.device_plugin,
                                "manifests/nvidia-device-plugin.yml");
   if (!docs) return docs.error();
   RenderedPlugin out;

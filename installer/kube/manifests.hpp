@@ -33,9 +33,22 @@ struct RenderedPlugin {
 Result<std::vector<kube::json>> yaml_documents(const std::string& yaml,
                                                const std::string& source);
 
-Result<kube::json> render_runtimeclass();
-Result<RenderedPlugin> render_device_plugin(const Options& opts,
-                                            const std::string& plugin_image);
+// The three manifest texts a run installs: compiled in, or the verified
+// bundle's (stages/bundle_facts.hpp: manifest_texts()).
+struct ManifestTexts {
+  std::string runtimeclass;
+  std::string device_plugin;
+  std::string time_slicing;
+  std::string origin;  // for messages: "built-in" or the bundle's path
+
+  static ManifestTexts built_in();
+};
+
+Result<kube::json> render_runtimeclass(
+    const ManifestTexts& texts = ManifestTexts::built_in());
+Result<RenderedPlugin> render_device_plugin(
+    const Options& opts, const std::string& plugin_image,
+    const ManifestTexts& texts = ManifestTexts::built_in());
 
 // The API path of an object: /api/v1/namespaces/NS/configmaps/NAME, ...
 std::string object_path(const kube::json& object);

@@ -6,6 +6,7 @@
 
 #include "kube/cluster.hpp"
 #include "kube/manifests.hpp"
+#include "stages/bundle_facts.hpp"
 #include "stages/plugin_cluster.hpp"
 #include "stages/stages.hpp"
 
@@ -163,7 +164,9 @@ class AllocatableStage : public Stage {
     auto node = node_name(ctx);
     if (!node) return node.error();
     want.node = *node;
-    auto rendered = render_device_plugin(ctx.opts, ctx.opts.image_ref);
+    auto texts = manifest_texts(ctx);
+    if (!texts) return texts.error();
+    auto rendered = render_device_plugin(ctx.opts, ctx.opts.image_ref, *texts);
     if (!rendered) return rendered.error();
     want.resource = rendered->resource;
     want.replicas = rendered->replicas;

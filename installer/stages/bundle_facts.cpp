@@ -1,10 +1,42 @@
 #include "stages/bundle_facts.hpp"
 
+#include <fstream>
+#include <sstream>
+
 #include "gpunode/bundle.hpp"
 #include "gpunode/bundle_trust.hpp"
 #include "gpunode/images_lock.hpp"
+#include "gpunode/journal.hpp"
 
 namespace gpunode {
+namespace {
+
+constexpr std::uint64_t kMaxManifestBytes = 1024 * 1024;
+
+// Reads a manifest the bundle lists, checking it is still what was just
+// verified: a small file, so reading it twice is cheap, and a stick swapped
+// or rewritten between the verify and the read must not go unnoticed.
+Result<std::string> read_verified(const std::string& dir,
+                                  const bundle::FileEntry& entry) {
+  const std::string path = dir + "/" + entry.path;
+  auto changed = [&](const std::string& why) {
+    return Error{ExitCode::kIntegrity, "bundle",
+                 path + " changed after the bundle verified (" + why + ")",
+                 "is the USB stick still in? run install again"};
+  };
+  if (entry.size > kMaxManifestBytes) return changed("too large");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return changed("cannot read it");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return changed("read error");
+  const std::string data = text.str();
+  if (data.size() != entry.size || sha256_hex(data) != entry.sha256)
+    return changed("its SHA-256 differs");
+  return data;
+}
+
+}  // namespace
 
 Result<const VerifiedBundle*> verified_bundle(Context& ctx) {
   if (!ctx.opts.bundle) return static_cast<const VerifiedBundle*>(nullptr);
@@ -35,8 +67,30 @@ Result<const VerifiedBundle*> verified_bundle(Context& ctx) {
       vb.device_plugin_ref = image.ref;
     }
   }
+  for (const auto& f : report->manifest.files) {
+    if (f.path.rfind("manifests/", 0) != 0) continue;
+    auto text = read_verified(vb.dir, f);
+    if (!text) return text.error();
+    vb.manifests[f.path.substr(10)] = std::move(*text);
+  }
   ctx.facts.bundle = std::move(vb);
   return &*ctx.facts.bundle;
+}
+
+Result<ManifestTexts> manifest_texts(Context& ctx) {
+  ManifestTexts texts = ManifestTexts::built_in();
+  auto vb = verified_bundle(ctx);
+  if (!vb) return vb.error();
+  if (*vb == nullptr) return texts;
+  const auto& m = (*vb)->manifests;
+  auto take = [&](const char* name, std::string& into) {
+    if (auto it = m.find(name); it != m.end()) into = it->second;
+  };
+  take("runtimeclass-nvidia.yml", texts.runtimeclass);
+  take("nvidia-device-plugin.yml", texts.device_plugin);
+  take("nvidia-device-plugin-timeSlicing.yml", texts.time_slicing);
+  texts.origin = (*vb)->dir + "/manifests";
+  return texts;
 }
 
 }  // namespace gpunode

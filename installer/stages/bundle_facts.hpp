@@ -3,11 +3,17 @@
 #pragma once
 
 #include "gpunode/stage.hpp"
+#include "kube/manifests.hpp"
 
 namespace gpunode {
 
 // nullptr without --bundle; an Error (ExitCode::kIntegrity or kUsage) when
 // the bundle does not verify.
 Result<const VerifiedBundle*> verified_bundle(Context& ctx);
+
+// The manifests this run installs: the verified bundle's manifests/*.yml
+// with --bundle (a bundle made by another gpunode version carries the
+// manifests that go with its image), else the compiled-in ones.
+Result<ManifestTexts> manifest_texts(Context& ctx);
 
 }  // namespace gpunode

@@ -1,6 +1,7 @@
 #include "stages/plugin_cluster.hpp"
 
 #include "kube/cluster.hpp"
+#include "stages/bundle_facts.hpp"
 
 namespace gpunode {
 
@@ -30,7 +31,9 @@ bool is_nvidia_plugin(const kube::json& ds) {
 Result<PluginState> read_plugin_state(Context& ctx) {
   auto kube = cluster(ctx);
   if (!kube) return kube.error();
-  auto rendered = render_device_plugin(ctx.opts, ctx.opts.image_ref);
+  auto texts = manifest_texts(ctx);
+  if (!texts) return texts.error();
+  auto rendered = render_device_plugin(ctx.opts, ctx.opts.image_ref, *texts);
   if (!rendered) return rendered.error();
   PluginState s;
   s.rendered = std::move(*rendered);

@@ -4,6 +4,7 @@
 // as it is. One with another handler is never overwritten silently.
 #include "kube/cluster.hpp"
 #include "kube/manifests.hpp"
+#include "stages/bundle_facts.hpp"
 #include "stages/stages.hpp"
 
 namespace gpunode {
@@ -54,7 +55,9 @@ class RuntimeClassStage : public Stage {
   Result<void> apply(Context& ctx, const Check&) override {
     auto kube = cluster(ctx);
     if (!kube) return kube.error();
-    auto rc = render_runtimeclass();
+    auto texts = manifest_texts(ctx);
+    if (!texts) return texts.error();
+    auto rc = render_runtimeclass(*texts);
     if (!rc) return rc.error();
     auto applied = (*kube)->apply(kPath, *rc, ctx.deadline);
     if (!applied) return applied.error();

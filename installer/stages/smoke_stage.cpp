@@ -6,6 +6,7 @@
 
 #include "kube/cluster.hpp"
 #include "kube/manifests.hpp"
+#include "stages/bundle_facts.hpp"
 #include "stages/plugin_cluster.hpp"
 #include "stages/stages.hpp"
 
@@ -28,7 +29,10 @@ class SmokeStage : public Stage {
   Check check(Context& ctx) override {
     if (!passed_.empty()) return satisfied("smoke.ok", passed_);
     // A smoke test is an action, not a state: asked for, it always runs.
-    auto rendered = render_device_plugin(ctx.opts, ctx.opts.image_ref);
+    auto texts = manifest_texts(ctx);
+    if (!texts)
+      return blocked("smoke.render", texts.error().message, texts.error().fix);
+    auto rendered = render_device_plugin(ctx.opts, ctx.opts.image_ref, *texts);
     if (!rendered)
       return blocked("smoke.render", rendered.error().message,
                      rendered.error().fix);
@@ -41,7 +45,9 @@ class SmokeStage : public Stage {
   Result<void> apply(Context& ctx, const Check&) override {
     auto kube = cluster(ctx);
     if (!kube) return kube.error();
-    auto rendered = render_device_plugin(ctx.opts, ctx.opts.image_ref);
+    auto texts = manifest_texts(ctx);
+    if (!texts) return texts.error();
+    auto rendered = render_device_plugin(ctx.opts, ctx.opts.image_ref, *texts);
     if (!rendered) return rendered.error();
     std::mt19937 rng(std::random_device{}());
     const std::string name = "gpunode-smoke-" + std::to_string(rng() % 100000);

@@ -60,7 +60,7 @@ int main() {
       static_cast<double>(built.bytes) / 1e6, rounds);
   std::printf(
       "  ours  gpunode bundle create --pull  %6.3f s  peak RSS %ld MiB  "
-      "(pull + verify + bundle layout)\n",
+      "(one pass: pull, digest checks, bundle hashes)\n",
       o, ours_rss / 1024);
   std::printf(
       "  peer  skopeo copy docker:// oci-archive:  %6.3f s  peak RSS %ld MiB  "
