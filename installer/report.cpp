@@ -30,6 +30,8 @@ const char* exit_status_word(ExitCode code) {
       return "integrity-failure";
     case ExitCode::kCannotRun:
       return "cannot-run";
+    case ExitCode::kInterrupted:
+      return "interrupted";
   }
   return "unknown";
 }

@@ -8,6 +8,8 @@
 
 #include <map>
 
+#include "gpunode/crash_point.hpp"
+#include "gpunode/interrupt.hpp"
 #include "gpunode/journal.hpp"
 #include "gpunode/run_lock.hpp"
 
@@ -43,6 +45,8 @@ ExitCode worse(ExitCode a, ExitCode b) {
         return 4;
       case ExitCode::kCannotRun:
         return 5;
+      case ExitCode::kInterrupted:
+        return 6;  // whatever else happened, the run was stopped
     }
     return 0;
   };
@@ -84,6 +88,11 @@ class Run {
     std::size_t applied = 0;
     for (auto& stage : stages) {
       const std::string name(stage->name());
+      if (mutating_) crash_point("check:" + name);
+      if (interrupted() && exit_ != ExitCode::kInterrupted && mutating_) {
+        stop_interrupted(name);
+        blocked_at = name;
+      }
       if (!blocked_at.empty()) {
         report_.skipped(name, "not checked: the lower layer '" + blocked_at +
                                   "' is not ready");
@@ -207,8 +216,14 @@ class Run {
                        j.last_run->started_at +
                        ") did not finish; every layer is checked again");
     }
+    if (j.last_run &&
+        j.last_run->exit_code == static_cast<int>(ExitCode::kInterrupted)) {
+      report_.info("journal", "the previous run (" + j.last_run->command +
+                                  ", started " + j.last_run->started_at +
+                                  ") was interrupted; going on from there");
+    }
     for (const auto& [name, rec] : j.stages) {
-      if (rec.result == "started") {
+      if (rec.result == "started" || rec.result == "interrupted") {
         report_.warning(name, "was interrupted while applying (started " +
                                   rec.started_at + "); checking it again");
       }
@@ -256,8 +271,20 @@ class Run {
       outcomes_.push_back({name, "failed"});
       return false;
     }
+    crash_point("apply:" + name);
     report_.applying(stage, c.action);
     auto r = stage.apply(ctx_, c);
+    if (!r && (r.error().exit == ExitCode::kInterrupted || interrupted())) {
+      // The stage finished or undid its write in flight (see its apply);
+      // the journal says where the run stopped.
+      report_.error(interrupted_error(name));
+      record(name, "interrupted", digest, started, r.error().message);
+      outcomes_.push_back({name, "interrupted"});
+      exit_ = ExitCode::kInterrupted;
+      first_problem_ = name + ": interrupted by " + signal_name(interrupted());
+      (void)save();
+      return false;
+    }
     if (!r) {
       report_.error(r.error());
       record(name, "failed", digest, started, r.error().message);
@@ -268,6 +295,7 @@ class Run {
       (void)save();  // a failure is reported; the stage's error matters more
       return false;
     }
+    crash_point("applied:" + name);
     Check after = stage.check(ctx_);
     if (after.status != CheckStatus::kSatisfied) {
       if (after.status == CheckStatus::kNeeded) {
@@ -288,7 +316,16 @@ class Run {
     record(name, "applied", digest, started, after.summary);
     outcomes_.push_back({name, "applied"});
     (void)save();
+    crash_point("recorded:" + name);
     return true;
+  }
+
+  // A signal arrived between stages: nothing is in flight.
+  void stop_interrupted(const std::string& next) {
+    report_.error(interrupted_error(next));
+    exit_ = ExitCode::kInterrupted;
+    first_problem_ = "interrupted by " + signal_name(interrupted()) +
+                     " before stage " + next;
   }
 
   ExitCode finish(ExitCode code, const std::string& summary) {

@@ -55,17 +55,18 @@ class FileSystem {
 };
 
 struct ProcessResult {
-  int exit_code = -1;                // -1 when it did not exit normally
-  int term_signal = 0;               // signal that ended it, if any
-  bool not_found = false;            // the program is not on PATH
-  bool timed_out = false;            // killed at the deadline
-  std::string spawn_error;           // errno text when it could not be started
+  int exit_code = -1;        // -1 when it did not exit normally
+  int term_signal = 0;       // signal that ended it, if any
+  bool not_found = false;    // the program is not on PATH
+  bool timed_out = false;    // killed at the deadline
+  bool interrupted = false;  // killed because gpunode was (interrupt.hpp)
+  std::string spawn_error;   // errno text when it could not be started
   std::optional<Error> input_error;  // the input source failed (run_with_input)
   std::string out;
   std::string err;
   bool succeeded() const {
-    return exit_code == 0 && !not_found && !timed_out && spawn_error.empty() &&
-           !input_error;
+    return exit_code == 0 && !not_found && !timed_out && !interrupted &&
+           spawn_error.empty() && !input_error;
   }
 };
 

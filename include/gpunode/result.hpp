@@ -16,6 +16,9 @@ enum class ExitCode : int {
   kTimeout = 3,    // timed out waiting
   kIntegrity = 4,  // bundle integrity or signature failure
   kCannotRun = 5,  // not root, or another run holds the lock
+  // Stopped by SIGINT/SIGTERM/SIGHUP (gpunode/interrupt.hpp); 128 + SIGINT,
+  // as shells report a Ctrl-C.
+  kInterrupted = 130,
 };
 
 struct Error {

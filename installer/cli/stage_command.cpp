@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cli/commands.hpp"
+#include "gpunode/interrupt.hpp"
 #include "gpunode/pipeline.hpp"
 #include "gpunode/system_host.hpp"
 
@@ -39,6 +40,8 @@ int run_stage_command(RunMode mode, const FlagValues& flags, CommandIo& io) {
   }
   report.set_details(mode != RunMode::kInstall || options->dry_run ||
                      options->verbosity > 0);
+  if (mode == RunMode::kInstall && !options->dry_run)
+    install_interrupt_handlers();
   auto host = make_system_host(options->root);
   return static_cast<int>(
       run_stages(*host, *options, mode, std::move(*stages), report));

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "gpunode/crash_point.hpp"
+#include "gpunode/interrupt.hpp"
 #include "gpunode/system_host.hpp"
 
 extern char** environ;
@@ -138,6 +140,11 @@ class PosixProcessRunner : public ProcessRunner {
         result.spawn_error = std::strerror(rc);
       return result;
     }
+    for (const auto& a : argv) {
+      if (a.empty() || a[0] == '-' || a.find('/') != std::string::npos)
+        continue;
+      crash_point("spawned:" + a, pid);
+    }
 
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     // fds[2] is the child's stdin while we still have input for it; writes
@@ -160,6 +167,13 @@ class PosixProcessRunner : public ProcessRunner {
           deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         result.timed_out = true;
+        ::kill(-pid, SIGKILL);
+        break;
+      }
+      if (stop_requested()) {
+        // Stop the child rather than leave it running after we exit; the
+        // caller undoes what it half did (e.g. a cut image import).
+        result.interrupted = true;
         ::kill(-pid, SIGKILL);
         break;
       }

@@ -13,10 +13,26 @@
 #include <deque>
 #include <memory>
 
+#include "gpunode/crash_point.hpp"
 #include "gpunode/system_host.hpp"
 
 namespace gpunode {
 namespace {
+
+// A crash between writing a temporary file and renaming it over `name`
+// leaves "name.tmp-XXXXXX" behind; the next write of the same file (made
+// under the same run lock) removes it, so crashes do not pile up litter.
+void remove_stale_temps(const std::string& dir, const std::string& name) {
+  DIR* d = ::opendir(dir.empty() ? "/" : dir.c_str());
+  if (d == nullptr) return;
+  const std::string prefix = name + ".tmp-";
+  while (const dirent* e = ::readdir(d)) {
+    const std::string entry = e->d_name;
+    if (entry.size() == prefix.size() + 6 && entry.rfind(prefix, 0) == 0)
+      ::unlinkat(::dirfd(d), e->d_name, 0);
+  }
+  ::closedir(d);
+}
 
 std::deque<std::string> split_path(const std::string& path) {
   std::deque<std::string> parts;
@@ -195,6 +211,7 @@ class RootedFileSystem : public FileSystem {
                                  unsigned mode) override {
     const std::string real = resolve(host_path);
     const std::string dir = real.substr(0, real.rfind('/'));
+    remove_stale_temps(dir, real.substr(real.rfind('/') + 1));
     std::string tmp = real + ".tmp-XXXXXX";
     int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
     auto fail = [&](const std::string& what) -> Result<void> {
@@ -224,7 +241,9 @@ class RootedFileSystem : public FileSystem {
       return fail("close");
     }
     fd = -1;
+    crash_point("atomic-write:temp");
     if (::rename(tmp.c_str(), real.c_str()) != 0) return fail("rename");
+    crash_point("atomic-write:renamed");
     // The rename is durable only once the directory entry is.
     int dfd = ::open(dir.empty() ? "/" : dir.c_str(),
                      O_RDONLY | O_DIRECTORY | O_CLOEXEC);

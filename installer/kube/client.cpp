@@ -11,6 +11,8 @@
 #include <variant>
 #include <vector>
 
+#include "gpunode/crash_point.hpp"
+#include "gpunode/interrupt.hpp"
 #include "kube/http.hpp"
 
 namespace gpunode::kube::detail {
@@ -373,6 +375,7 @@ class HttpClient : public Client {
     const SteadyTime retry_until =
         std::min(deadline, clock_.steady_now() + retry_.give_up_after);
     for (;;) {
+      if (stop_requested()) return interrupted_error("cluster");
       const SteadyTime now = clock_.steady_now();
       if (now >= deadline) {
         return timeout_error(
@@ -387,6 +390,10 @@ class HttpClient : public Client {
       const Outcome outcome =
           transport_->perform(req, timeout, connect_timeout, nullptr);
       Verdict v = judge(req, outcome, mode, pass);
+      // The server answered a write: the test hook can crash right after,
+      // before gpunode learns the result (the rerun must converge anyway).
+      if (v.response && req.method != "GET") crash_point("api-write-done");
+      if (!v.response && stop_requested()) return interrupted_error("cluster");
       if (v.response) return Exchanged{std::move(*v.response), attempts};
       const auto* failure = std::get_if<TransportError>(&outcome);
       if (failure &&
@@ -430,6 +437,7 @@ Result<void> HttpClient::watch(
   bool need_list = true;
   int failures = 0;  // consecutive streams that failed or brought nothing
   for (;;) {
+    if (stop_requested()) return interrupted_error("cluster");
     if (clock_.steady_now() >= deadline) return timed_out();
     if (need_list) {
       auto listed = list(with_query(collection_path, selector), deadline);

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpunode/interrupt.hpp"
 #include "kube/http.hpp"
 
 namespace gpunode::kube {
@@ -159,6 +160,10 @@ size_t on_header(char* ptr, size_t size, size_t count, void* userdata) {
         parse_retry_after(std::string_view(line).substr(colon + 1));
   }
   return n;
+}
+
+int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return stop_requested() ? 1 : 0;
 }
 
 class CurlTransport : public Transport {
@@ -346,6 +351,10 @@ class CurlTransport : public Transport {
     set(CURLOPT_LOW_SPEED_LIMIT, 0L, "CURLOPT_LOW_SPEED_LIMIT");
     set(CURLOPT_LOW_SPEED_TIME, 0L, "CURLOPT_LOW_SPEED_TIME");
 
+    // A Ctrl-C must not wait out a quiet watch: libcurl calls this about
+    // once a second, and a non-zero return aborts the transfer.
+    set(CURLOPT_XFERINFOFUNCTION, &on_progress, "CURLOPT_XFERINFOFUNCTION");
+    set(CURLOPT_NOPROGRESS, 0L, "CURLOPT_NOPROGRESS");
     set(CURLOPT_WRITEFUNCTION, &on_write, "CURLOPT_WRITEFUNCTION");
     set(CURLOPT_WRITEDATA, static_cast<void*>(&transfer), "CURLOPT_WRITEDATA");
     set(CURLOPT_HEADERFUNCTION, &on_header, "CURLOPT_HEADERFUNCTION");

@@ -22,8 +22,10 @@
 #include <nlohmann/json.hpp>
 
 #include "containerd/ctr_client.hpp"
+#include "gpunode/crash_point.hpp"
 #include "gpunode/image_archive.hpp"
 #include "gpunode/images_lock.hpp"
+#include "gpunode/interrupt.hpp"
 #include "stages/bundle_facts.hpp"
 #include "stages/stages.hpp"
 
@@ -160,10 +162,13 @@ class ImageStage : public Stage {
     } else {
       imported = importer.import_file(path, repo_of(ref));
     }
+    crash_point("image-imported");
     if (!imported) {
-      // A failed ctr import can leave a record behind, and for docker
-      // archives `images check` may even call it complete: drop it, so
-      // nothing half-imported claims the name. The next run imports again.
+      // A failed (or Ctrl-C'd) ctr import can leave a record behind, and
+      // for docker archives `images check` may even call it complete: drop
+      // it, so nothing half-imported claims the name. The next run imports
+      // again. This must finish even when the run is being interrupted.
+      InterruptShield shield;
       remove_record(query, ref);
       return imported.error();
     }

@@ -73,7 +73,7 @@ TEST_CASE("bundle keygen writes a private and a public key, never twice",
   CHECK(run_gpunode({"bundle", "keygen"}).exit_code == 2);
 }
 
-TEST_CASE("bundle create then verify; a flipped byte is exit 4",
+TEST_CASE("bundle create then verify, a flipped byte is exit 4",
           "[e2e][bundle]") {
   TempDir tmp;
   const std::string bundle = make_bundle(tmp);

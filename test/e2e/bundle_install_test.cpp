@@ -60,7 +60,7 @@ struct BundleNode {
 }  // namespace
 
 TEST_CASE(
-    "install.sh from a signed bundle brings the node up; the bundle is not "
+    "install.sh from a signed bundle brings the node up and the bundle is not "
     "written",
     "[e2e][bundle][cluster]") {
   if (!containerd_available()) FAIL("needs root and Debian's containerd");
@@ -106,7 +106,7 @@ TEST_CASE(
   CHECK(node.sim->stats()["writes"] == 0);
 }
 
-TEST_CASE("a trusted key installed on the node is enough; skipping is explicit",
+TEST_CASE("a trusted key installed on the node is enough, skipping is explicit",
           "[e2e][bundle][cluster]") {
   if (!containerd_available()) FAIL("needs root and Debian's containerd");
   BundleNode node;

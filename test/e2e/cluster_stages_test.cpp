@@ -11,6 +11,7 @@
 #include "containerd_fixture.hpp"
 #include "k3s_sim.hpp"
 #include "oci_builder.hpp"
+#include "sim_gpu_node.hpp"
 #include "test_support.hpp"
 
 using namespace gpunode::test;
@@ -18,71 +19,7 @@ using json = nlohmann::json;
 
 namespace {
 
-const std::string kNodePath = "/api/v1/nodes/gpu-node-1";
-const std::string kDsPath =
-    "/apis/apps/v1/namespaces/kube-system/daemonsets/"
-    "nvidia-device-plugin-daemonset";
-const std::string kCmPath =
-    "/api/v1/namespaces/kube-system/configmaps/nvidia-device-plugin-config";
-const std::string kRcPath = "/apis/node.k8s.io/v1/runtimeclasses/nvidia";
-
-// A GPU node: host tree, containerd with k3s ctr, the simulated cluster, and
-// the device plugin archive the operator carries.
-struct Node {
-  TempDir dir;
-  std::string root = dir.path() + "/node";
-  std::string archive = dir.path() + "/k8s-device-plugin.tar";
-  Containerd& ctd = Containerd::shared();
-  std::unique_ptr<K3sSim> sim;
-  int gpus;
-
-  explicit Node(const std::string& scenario = "good-v3", int gpu_count = 1)
-      : gpus(gpu_count) {
-    ctd.reset();
-    make_host_tree(root, scenario);
-    build_image(archive, ImageSpec{});
-    SimOptions o;
-    o.root = root;
-    o.containerd_socket = ctd.socket();
-    o.gpus = gpus;
-    o.plugin_start_ms = 50;
-    sim = std::make_unique<K3sSim>(o);
-  }
-  std::vector<std::string> env() const {
-    const char* path = std::getenv("PATH");
-    return {"PATH=" + ctd.bin_dir() + ":" + std::string(GPUNODE_TEST_SIM) +
-                "/bin:" + (path ? path : "/usr/bin:/bin"),
-            "GPUNODE_SIM_GPU_COUNT=" + std::to_string(gpus),
-            "GPUNODE_SIM_ROOT=" + root};
-  }
-  Run gpunode(std::vector<std::string> args) {
-    args.insert(args.begin() + 1, {"--root", root});
-    return run_gpunode(args, env());
-  }
-  Run install(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"install", "--image-archive", archive};
-    if (std::find(extra.begin(), extra.end(), "--timeout") == extra.end()) {
-      args.insert(args.end(), {"--timeout", "60s"});
-    }
-    args.insert(args.end(), extra.begin(), extra.end());
-    return gpunode(args);
-  }
-  Run kubectl(std::vector<std::string> args) {
-    args.insert(args.begin(), {"kubectl", "--kubeconfig", sim->kubeconfig()});
-    return run_with_sim(args, env());
-  }
-  std::string allocatable(const std::string& resource = "nvidia.com/gpu") {
-    json node = sim->object(kNodePath);
-    auto a = node["status"]["allocatable"];
-    return a.contains(resource) ? a[resource].get<std::string>() : "";
-  }
-  std::string plugin_pod() {
-    Run r = kubectl({"-n", "kube-system", "get", "pods", "-l",
-                     "name=nvidia-device-plugin-ds", "-o",
-                     "jsonpath={.items[*].metadata.name}"});
-    return r.out;
-  }
-};
+using Node = SimGpuNode;
 
 #define REQUIRE_PARTS()                                                    \
   if (!containerd_available()) FAIL("needs root and Debian's containerd"); \

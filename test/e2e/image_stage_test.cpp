@@ -99,7 +99,7 @@ struct ImageNode {
 }  // namespace
 
 TEST_CASE(
-    "a good archive is verified, imported, named, pinned; a rerun imports "
+    "a good archive is verified, imported, named, pinned, a rerun imports "
     "nothing",
     "[e2e][image][containerd]") {
   REQUIRE_CONTAINERD();
@@ -282,7 +282,7 @@ TEST_CASE("the wrong image or only another platform is refused with exit 2",
 }
 
 TEST_CASE(
-    "without an archive a missing image blocks with the fix; a present one is "
+    "without an archive a missing image blocks with the fix, a present one is "
     "judged",
     "[e2e][image][containerd]") {
   REQUIRE_CONTAINERD();

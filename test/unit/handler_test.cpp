@@ -298,7 +298,7 @@ TEST_CASE("no runtime and no toolkit points at the lower layer", "[handler]") {
 }
 
 TEST_CASE(
-    "a handler pointing at a removed binary is stale; a restart finds the new "
+    "a handler pointing at a removed binary is stale, a restart finds the new "
     "one",
     "[handler]") {
   SimHost sim("stale-handler");
@@ -502,7 +502,7 @@ TEST_CASE("an unknown config version is exit 2 as well", "[handler]") {
              Catch::Contains("unsupported containerd config version 4"));
 }
 
-TEST_CASE("no rendered config: k3s has not started; start the unit",
+TEST_CASE("no rendered config: k3s has not started, start the unit",
           "[handler]") {
   SimHost sim("no-config");
   Check c = sim.check();

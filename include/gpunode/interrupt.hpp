@@ -1,0 +1,49 @@
+// Ctrl-C (SIGINT), SIGTERM (systemd, kill) and SIGHUP (the SSH session to the
+// node dropped) during install or uninstall. The handler only raises a flag;
+// the run notices it at the next safe point (between stages, in the wait
+// loops, in the child-process and HTTP loops), lets the write in flight
+// finish or undo itself (a journal write is one rename, an API write one
+// request, a half-done image import is removed), records the interruption
+// in the journal, releases the run lock and exits 130. A second signal
+// while the first is being handled kills the process at once, as operators
+// expect from a second Ctrl-C.
+#pragma once
+
+#include <string>
+
+#include "gpunode/result.hpp"
+
+namespace gpunode {
+
+// Installs the handlers (idempotent). Only the mutating commands call it;
+// read-only ones keep the default (die at once: nothing to clean up).
+void install_interrupt_handlers();
+
+// The signal that asked us to stop, or 0.
+int interrupted();
+
+// Whether work in progress should stop now: a signal arrived and no
+// InterruptShield is up. Child processes, HTTP transfers and retry loops
+// check this; the stage loop checks interrupted().
+bool stop_requested();
+
+// While one is alive, stop_requested() is false: the clean-up that undoes a
+// half-done step (removing a cut image import) must itself run to the end.
+class InterruptShield {
+ public:
+  InterruptShield();
+  ~InterruptShield();
+  InterruptShield(const InterruptShield&) = delete;
+  InterruptShield& operator=(const InterruptShield&) = delete;
+};
+
+// "SIGINT", "SIGTERM", "SIGHUP", or "signal N".
+std::string signal_name(int sig);
+
+// ExitCode::kInterrupted naming the signal and where the run stopped.
+Error interrupted_error(const std::string& layer);
+
+// Tests only: forget a caught signal.
+void reset_interrupt_for_tests();
+
+}  // namespace gpunode

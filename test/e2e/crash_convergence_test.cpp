@@ -1,0 +1,178 @@
+// Crash anywhere, rerun, converge. For every stage boundary and for points
+// inside the journal write, the image import and the API writes, gpunode is
+// killed with SIGKILL right there (test-only crash points, include/gpunode/
+// crash_point.hpp), then `install` is run again. The end state (simulator
+// objects, containerd's image with its digest and pin, the journal, the
+// state directory) must equal that of an uninterrupted run, and a rerun
+// after a crash must not import an image containerd already holds
+// complete. Also: real SIGKILLs at moments chosen by the clock, and
+// SIGINT/SIGTERM (finish or undo the write in flight, journal it, release
+// the lock, exit 130, the next run resumes).
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "gpunode/crash_point.hpp"
+#include "sim_gpu_node.hpp"
+#include "test_support.hpp"
+
+using namespace gpunode::test;
+using json = nlohmann::json;
+
+namespace {
+
+const EndState& reference_state() {
+  static const EndState reference = [] {
+    SimGpuNode node;
+    Run r = node.install();
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return end_state(node);
+  }();
+  return reference;
+}
+
+// Crashes at `point`, reruns, and checks the rerun converged to the state
+// of an uninterrupted run.
+void crash_and_converge(const std::string& point) {
+  const EndState& want = reference_state();
+  SimGpuNode node;
+  Run crashed = node.install({}, {"GPUNODE_TEST_CRASH_AT=" + point});
+  INFO("crash point " << point << "\n--- crashed run:\n" << crashed.err);
+  // 128 + SIGKILL: it died at the point (a point never reached would let
+  // the run finish, and the test say nothing).
+  REQUIRE(crashed.exit_code == 128 + SIGKILL);
+  const bool complete_before = image_complete(node);
+
+  Run rerun = node.install();
+  INFO("--- rerun:\n" << rerun.err);
+  REQUIRE(rerun.exit_code == 0);
+  const EndState got = end_state(node);
+  CHECK(got == want);
+  for (const auto& [stage, result] : got.journal)
+    CHECK((result == "satisfied" || result == "applied"));
+  if (complete_before) {
+    // Containerd already held the image complete: pinning it may be left,
+    // importing it again is not.
+    CHECK(rerun.err.find("and import") == std::string::npos);
+  }
+  // And the run after that has nothing left to do.
+  node.sim->reset_stats();
+  Run third = node.install();
+  CHECK(third.exit_code == 0);
+  CHECK(node.sim->stats()["writes"] == 0);
+}
+
+#define REQUIRE_PARTS()                                                    \
+  if (!containerd_available()) FAIL("needs root and Debian's containerd"); \
+  if (!gpunode::kTestHooks) {                                              \
+    WARN("built without GPUNODE_TEST_HOOKS: no crash points to test");     \
+    return;                                                                \
+  }
+
+}  // namespace
+
+TEST_CASE("a crash at any stage boundary converges on rerun", "[e2e][crash]") {
+  REQUIRE_PARTS();
+  const std::string point = GENERATE(
+      as<std::string>{}, "check:preflight", "check:driver", "check:toolkit",
+      "check:handler", "check:runtimeclass", "check:image", "check:plugin",
+      "check:allocatable", "apply:runtimeclass", "applied:runtimeclass",
+      "recorded:runtimeclass", "apply:image", "applied:image", "recorded:image",
+      "apply:plugin", "applied:plugin", "recorded:plugin", "apply:allocatable",
+      "applied:allocatable");
+  crash_and_converge(point);
+}
+
+TEST_CASE(
+    "a crash inside the journal write or the image import or after an API "
+    "write converges on rerun",
+    "[e2e][crash]") {
+  REQUIRE_PARTS();
+  const std::string point = GENERATE(
+      as<std::string>{},
+      // The journal: written at the start, before and after each apply.
+      "atomic-write:temp@1", "atomic-write:renamed@1", "atomic-write:temp@2",
+      "atomic-write:temp@4", "atomic-write:renamed@5", "atomic-write:temp@7",
+      // The import: right after ctr started (ctr dies too, as in a power
+      // cut), and after ctr finished but before the checks and the pin.
+      "spawned:import", "image-imported",
+      // The API server took a write, gpunode never saw the answer.
+      "api-write-done@1", "api-write-done@2");
+  crash_and_converge(point);
+}
+
+TEST_CASE("SIGKILL at moments chosen by the clock converges on rerun",
+          "[e2e][crash]") {
+  if (!containerd_available()) FAIL("needs root and Debian's containerd");
+  // Spread over an uninterrupted run's length (measured here, not assumed).
+  SimGpuNode timing;
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(timing.install().exit_code == 0);
+  const auto full = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - t0);
+  const EndState& want = reference_state();
+  std::mt19937 rng(20261129);
+  for (int round = 0; round < 4; ++round) {
+    const auto delay = std::chrono::milliseconds(
+        std::uniform_int_distribution<long>(0, full.count())(rng));
+    SimGpuNode node;
+    Background run(node.install_argv(), node.env());
+    std::this_thread::sleep_for(delay);
+    ::kill(run.pid(), SIGKILL);  // gpunode only: children live on, as they
+                                 // would after an OOM kill
+    run.wait();
+    Run rerun = node.install();
+    INFO("killed after " << delay.count() << " ms of " << full.count()
+                         << " ms\n"
+                         << rerun.err);
+    REQUIRE(rerun.exit_code == 0);
+    CHECK(end_state(node) == want);
+  }
+}
+
+TEST_CASE(
+    "SIGINT or SIGTERM stops at a safe point with exit 130 and the next run "
+    "resumes",
+    "[e2e][crash][signal]") {
+  REQUIRE_PARTS();
+  const EndState& want = reference_state();
+  struct Case {
+    const char* point;
+    const char* signal;
+  };
+  const Case c = GENERATE(
+      Case{"check:image", "INT"}, Case{"spawned:import", "INT"},
+      Case{"api-write-done@2", "TERM"}, Case{"apply:allocatable", "TERM"});
+  INFO("SIG" << c.signal << " at " << c.point);
+  SimGpuNode node;
+  Run stopped =
+      node.install({}, {std::string("GPUNODE_TEST_CRASH_AT=") + c.point,
+                        std::string("GPUNODE_TEST_CRASH_SIGNAL=") + c.signal});
+  INFO(stopped.err);
+  CHECK(stopped.exit_code == 130);
+  CHECK_THAT(stopped.err, Catch::Contains("interrupted by SIG"));
+  CHECK_THAT(stopped.err, Catch::Contains("run the same command again"));
+  // Nothing half-imported claims the name: either no record, or a
+  // complete one.
+  const std::string line = image_line(node);
+  if (!line.empty()) CHECK(image_complete(node));
+  // The journal says the run was interrupted, and finished its record.
+  const EndState after = end_state(node);
+  CHECK(after.last_exit == 130);
+  CHECK(after.last_finished);
+  // The lock is free: the next run starts at once, says where the last one
+  // stopped, and converges.
+  Run resumed = node.install();
+  INFO(resumed.err);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK_THAT(resumed.err, Catch::Contains("was interrupted"));
+  CHECK(end_state(node) == want);
+}
