@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "gpunode/crash_point.hpp"
 #include "gpunode/pipeline.hpp"
 
 namespace gpunode {
@@ -13,13 +14,17 @@ void register_version(CLI::App& app, CommandIo& io) {
   cmd->callback([json, &io]() {
     const auto stages = pipeline_stage_names();
     if (*json) {
-      io.out << nlohmann::json{{"version", GPUNODE_VERSION}, {"stages", stages}}
-                    .dump()
-             << '\n';
+      nlohmann::json j{{"version", GPUNODE_VERSION}, {"stages", stages}};
+      if (crash_points_compiled_in()) j["test_build"] = true;
+      io.out << j.dump() << '\n';
     } else {
       io.out << "gpunode " << GPUNODE_VERSION << "\nstages:";
       for (const auto& s : stages) io.out << ' ' << s;
       io.out << '\n';
+      // Only the tests' build says this; a shipped binary never does.
+      if (crash_points_compiled_in())
+        io.out
+            << "test build: crash points compiled in (GPUNODE_TEST_CRASH_AT)\n";
     }
     io.exit_code = 0;
   });

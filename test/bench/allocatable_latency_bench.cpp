@@ -46,7 +46,7 @@ int main() {
       "PATH=" + std::string(GPUNODE_TEST_SIM) +
           "/bin:" + (path ? path : "/usr/bin:/bin"),
       "GPUNODE_SIM_ROOT=" + root};
-  const std::vector<std::string> install{GPUNODE_BINARY, "install", "--root",
+  const std::vector<std::string> install{GPUNODE_SHIPPED_BINARY, "install", "--root",
                                          root,           "--skip",  "image",
                                          "--timeout",    "60s"};
   Run first = run_with_sim(install, env);
@@ -68,7 +68,7 @@ int main() {
     std::vector<double> exits(3, 0.0);
     std::vector<std::thread> waiters;
     waiters.emplace_back([&] {
-      Run r = run_with_sim({GPUNODE_BINARY, "install", "--root", root, "--only",
+      Run r = run_with_sim({GPUNODE_SHIPPED_BINARY, "install", "--root", root, "--only",
                             "allocatable", "--timeout", "60s"},
                            env);
       exits[0] = r.exit_code == 0 ? now_unix() : -1;

@@ -56,7 +56,7 @@ int main() {
   std::vector<double> ours, sha, ssl;
   long ours_rss = 0, sha_rss = 0, ssl_rss = 0;
   for (int i = 0; i < rounds; ++i) {
-    Timed o = timed({GPUNODE_BINARY, "bundle", "verify", bundle,
+    Timed o = timed({GPUNODE_SHIPPED_BINARY, "bundle", "verify", bundle,
                      "--insecure-skip-signature"});
     Timed s = timed({"sha256sum", "--quiet", "-c", dir.path() + "/SHA256SUMS"});
     Timed p = timed(openssl);

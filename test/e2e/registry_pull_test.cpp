@@ -180,20 +180,31 @@ TEST_CASE("a blob damaged in the registry is refused, nothing written",
   CHECK_FALSE(std::filesystem::exists(pull.out_path));
 }
 
-TEST_CASE("an unknown tag is exit 1, a malformed ref exit 2",
-          "[e2e][registry]") {
+TEST_CASE(
+    "a locked image missing from the registry is exit 1 and an image gpunode "
+    "does not install is exit 2 before any download",
+    "[e2e][registry]") {
   REQUIRE_REGISTRY();
   TempDir tmp;
   Registry registry;
   push_test_image(tmp, registry);
   const std::string out = tmp.path() + "/bundle";
+  // The locked image from a registry that does not hold it.
+  Registry empty;
   Run c = run_gpunode({"bundle", "create", "--out", out, "--pull",
-                       registry.host() + "/nvidia/k8s-device-plugin:v9.9.9",
-                       "--insecure-registry"});
+                       empty.host() + "/" + kRepoTag, "--insecure-registry"});
   INFO(c.err);
   CHECK(c.exit_code == 1);
   CHECK_THAT(c.err, Catch::Contains("HTTP 404"));
-  CHECK_THAT(c.err, Catch::Contains("MANIFEST_UNKNOWN"));
+  CHECK_FALSE(std::filesystem::exists(out));
+
+  // A tag the bundle would not install is refused before any request.
+  Run other = run_gpunode({"bundle", "create", "--out", out, "--pull",
+                           registry.host() + "/nvidia/k8s-device-plugin:v9.9.9",
+                           "--insecure-registry"});
+  INFO(other.err);
+  CHECK(other.exit_code == 2);
+  CHECK_THAT(other.err, Catch::Contains("is neither"));
   CHECK_FALSE(std::filesystem::exists(out));
 
   // A malformed ref is a usage error, found before any network use.
