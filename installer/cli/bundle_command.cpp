@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/self_files.hpp"
 #include "gpunode/bundle.hpp"
 #include "gpunode/bundle_create.hpp"
 #include "gpunode/bundle_trust.hpp"
@@ -353,16 +354,10 @@ void register_create(CLI::App* bundle, CommandIo& io) {
              << ")\n";
       options.image_archives.push_back(pull.out_path);
     }
-    char self[4096];
-    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-      return fail(Error{ExitCode::kBlocked,
-                        "bundle",
-                        std::string("cannot find this binary "
-                                    "(/proc/self/exe): ") +
-                            std::strerror(errno),
-                        {}});
-    options.self_binary.assign(self, static_cast<std::size_t>(n));
+    auto self = locate_self();
+    if (!self) return fail(self.error());
+    options.self_binary = self->binary;
+    options.runtime_files = self->runtime_files;
     auto result = bundle::create_bundle(options);
     if (!result) return fail(result.error());
     std::uint64_t total = 0;
