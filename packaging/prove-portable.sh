@@ -67,6 +67,17 @@ cat "$work/status.txt"
 for stage in driver toolkit handler; do
   grep -q "^\[$stage\] *ok " "$work/status.txt" || fail "status: $stage not ok"
 done
+# NVML still loads: a stand-in libnvidia-ml.so.1 where RHEL keeps it
+# (/usr/lib64, which neither bullseye's ld.so.cache nor Debian's loader
+# searches), asked with --root / as on a real node.
+mkdir -p "$root/usr/lib64"
+cc -shared -fPIC -O2 -o "$root/usr/lib64/libnvidia-ml.so.1" "$repo/test/sim/fake_nvml.c"
+mkdir -p "$root/proc/driver/nvidia"
+cp "$repo/test/fixtures/gpu/h200-580.159.04/proc-driver-nvidia-version" "$root/proc/driver/nvidia/version"
+echo "\$ /stick/bin/gpunode status --only driver   # NVML from /usr/lib64 (fake), root /"
+in_chroot /stick/bin/gpunode status --only driver --no-color >"$work/nvml.txt" 2>&1 || { cat "$work/nvml.txt"; fail "NVML"; }
+cat "$work/nvml.txt"
+grep -q '^\[driver\] *ok .*(fake NVML).*(NVML)$' "$work/nvml.txt" || fail "the driver stage did not use NVML"
 # A tampered stick is refused in the chroot too (exit 4).
 printf 'x' >>"$root/stick/lib/gpunode/gpunode"
 set +e; in_chroot /stick/bin/gpunode bundle verify /stick --trust-key /publisher.pub >/dev/null 2>&1; code=$?; set -e
