@@ -35,8 +35,12 @@ done
 [ -d "$root/etc/gpunode/trusted-keys" ] || fail "/etc/gpunode/trusted-keys not installed"
 in_chroot gpunode version | head -1
 in_chroot gpunode config show | grep -q '^variant: *default  (built-in)' || fail "config show"
-in_chroot bash -c '. /usr/share/bash-completion/completions/gpunode && complete -p gpunode' \
-  | grep -q '_gpunode' || fail "completion does not load"
+# The completion loads and completes: "gpunode bundle ver<TAB>", and a
+# flag of "gpunode config show --ro<TAB>".
+got=$(in_chroot bash -c '. /usr/share/bash-completion/completions/gpunode
+  COMP_WORDS=(gpunode bundle ver); COMP_CWORD=2; _gpunode; echo "${COMPREPLY[*]}"
+  COMP_WORDS=(gpunode config show --ro); COMP_CWORD=3; _gpunode; echo "${COMPREPLY[*]}"')
+[ "$got" = "$(printf 'verify\n--root')" ] || fail "completion gave: $got"
 zcat "$root/usr/share/man/man1/gpunode.1.gz" | grep -q '^\.TH GPUNODE 1' || fail "man page"
 
 in_chroot dpkg -r gpunode
