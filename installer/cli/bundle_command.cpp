@@ -16,6 +16,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/self_files.hpp"
+#include "cli/site_config.hpp"
 #include "gpunode/bundle.hpp"
 #include "gpunode/bundle_create.hpp"
 #include "gpunode/bundle_trust.hpp"
@@ -80,7 +81,8 @@ struct VerifyFlags {
   unsigned threads = 0;
 };
 
-int run_verify(const VerifyFlags& f, CommandIo& io) {
+int run_verify(const VerifyFlags& f, const std::set<std::string>& given,
+               CommandIo& io) {
   Reporter report(io.out, io.err, f.json, false);
   auto fail = [&](const Error& e) {
     report.error(e);
@@ -94,8 +96,16 @@ int run_verify(const VerifyFlags& f, CommandIo& io) {
     return fail(usage_error("--threads: at most 1024, got " +
                             std::to_string(f.threads)));
 
+  // Site trust keys (GPUNODE_TRUST_KEYS, then config.toml's trust-keys)
+  // stand in when no --trust-key is given, as for install --bundle.
+  FlagValues site;
+  site.root = f.root;
+  site.trust_keys = f.trust_keys;
+  auto settings = resolve_site_settings(site, given, process_env());
+  if (!settings) return fail(settings.error());
+
   auto fs = make_rooted_file_system(f.root);
-  auto trusted = bundle::trust_options(*fs, f.trust_keys, f.insecure);
+  auto trusted = bundle::trust_options(*fs, site.trust_keys, f.insecure);
   if (!trusted) return fail(trusted.error());
   bundle::VerifyOptions options = std::move(*trusted);
   options.threads = f.threads;
@@ -158,7 +168,9 @@ void register_verify(CLI::App* bundle, CommandIo& io) {
   cmd->add_flag("--json", f->json, "Also print one JSON result line on stdout");
   cmd->add_option("--threads", f->threads,
                   "Hashing threads (default 0: one per core)");
-  cmd->callback([f, &io]() { io.exit_code = run_verify(*f, io); });
+  cmd->callback([f, cmd, &io]() {
+    io.exit_code = run_verify(*f, given_setting_flags(*cmd), io);
+  });
 }
 
 void register_keygen(CLI::App* bundle, CommandIo& io) {

@@ -8,6 +8,9 @@
 #include <sstream>
 
 #include "cli/cli.hpp"
+#include "gpunode/bundle.hpp"
+#include "gpunode/bundle_create.hpp"
+#include "oci_builder.hpp"
 #include "test_support.hpp"
 
 using namespace gpunode;
@@ -218,4 +221,39 @@ TEST_CASE("a bad config file stops every command before it changes anything",
                      "variant 'mig'") != std::string::npos);
   }
   CHECK(test::snapshot_tree(root.path()) == before);
+}
+
+TEST_CASE("bundle verify trusts the keys config.toml names", "[config]") {
+  TempDir root;
+  TempDir work;
+  auto keys = bundle::generate_keypair();
+  REQUIRE(keys);
+  test::write_text(root.path() + "/etc/gpunode/keys/site.pub",
+                   keys->public_pem);
+  const auto plugin =
+      test::build_image(work.path() + "/plugin.tar", test::ImageSpec{});
+  bundle::CreateOptions o;
+  o.out = work.path() + "/stick";
+  o.image_archives = {plugin.path};
+  o.self_binary = work.path() + "/plugin.tar";  // any file stands in
+  o.created = "2026-01-31T12:00:00Z";
+  o.sign_key_pem = keys->private_pem;
+  REQUIRE(bundle::create_bundle(o));
+  test::ScopedEnv env;
+  env.unset("GPUNODE_TRUST_KEYS");
+
+  // No key anywhere: refused, exit 4.
+  auto none = cli({"bundle", "verify", o.out, "--root", root.path()});
+  CHECK(none.exit_code == 4);
+  write_config(root, "trust-keys = [\"/etc/gpunode/keys/site.pub\"]\n");
+  auto ok = cli({"bundle", "verify", o.out, "--root", root.path()});
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.err.find("bundle verify: ok") != std::string::npos);
+  CHECK(ok.err.find("signed by") != std::string::npos);
+  // A broken config stops verify too (exit 2), naming the line.
+  write_config(root, "trust-keys = [\"keys/site.pub\"]\n");
+  auto bad = cli({"bundle", "verify", o.out, "--root", root.path()});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("config.toml:1: key 'trust-keys': expected an absolute "
+                     "path, got 'keys/site.pub'") != std::string::npos);
 }
