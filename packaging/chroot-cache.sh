@@ -2,12 +2,17 @@
 # Prints the path of a cached Debian root file system (debootstrap
 # --variant=minbase), making it first when it is missing. The cache is only
 # ever copied, never entered, so every test starts from the same tree.
-#   packaging/chroot-cache.sh [SUITE]   (default bullseye: glibc 2.31)
+#   packaging/chroot-cache.sh [SUITE]   (default bullseye: glibc 2.31;
+#   Ubuntu's jammy and noble come from archive.ubuntu.com, unsigned unless
+#   ubuntu-archive-keyring.gpg is installed)
 # Exit 77 (ctest's "skipped") without root, debootstrap or the mirror.
 set -euo pipefail
 suite=${1:-bullseye}
 cache=${GPUNODE_CHROOT_CACHE:-$(cd "$(dirname "$0")/.." && pwd)/build-chroot}
-mirror=${GPUNODE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+case $suite in
+  xenial|bionic|focal|jammy|noble) mirror=${GPUNODE_UBUNTU_MIRROR:-http://archive.ubuntu.com/ubuntu} ;;
+  *) mirror=${GPUNODE_DEBIAN_MIRROR:-http://deb.debian.org/debian} ;;
+esac
 [ "$(id -u)" -eq 0 ] || { echo "chroot-cache: skipped: needs root (chroot, debootstrap)" >&2; exit 77; }
 if [ ! -x "$cache/$suite/bin/sh" ]; then
   command -v debootstrap >/dev/null || { echo "chroot-cache: skipped: debootstrap is not installed (apt-get install debootstrap)" >&2; exit 77; }

@@ -2,12 +2,12 @@
 # Builds the .deb with cpack and installs, checks, removes and purges it with
 # dpkg inside a copy of a bullseye root file system (so the build host is
 # never touched, and the package is shown to work on glibc 2.31).
-#   packaging/test-deb.sh [BUILD_DIR]   (default build)
+#   packaging/test-deb.sh [BUILD_DIR [SUITE]]   (default build bullseye)
 # Exit 0 ok, 1 failed, 77 skipped (no root, debootstrap or mirror).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$repo/build}" && pwd)
-rc=0; cache=$("$repo/packaging/chroot-cache.sh" bullseye) || rc=$?
+rc=0; cache=$("$repo/packaging/chroot-cache.sh" "${2:-bullseye}") || rc=$?
 [ $rc -eq 0 ] || exit $rc
 fail() { echo "test-deb: FAILED: $*" >&2; exit 1; }
 
