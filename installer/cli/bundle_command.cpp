@@ -159,7 +159,8 @@ void register_verify(CLI::App* bundle, CommandIo& io) {
   cmd->add_option("PATH", f->path, "The bundle directory")->required();
   cmd->add_option("--trust-key", f->trust_keys,
                   "A publisher's Ed25519 public key (PEM); repeatable. Also "
-                  "read: <root>/etc/gpunode/trusted-keys/*.pub");
+                  "read: <root>/etc/gpunode/trusted-keys/*.pub. Default: "
+                  "GPUNODE_TRUST_KEYS, else config.toml's trust-keys");
   cmd->add_flag("--insecure-skip-signature", f->insecure,
                 "Do not check the signature (the files are still checked "
                 "against bundle.toml, which nobody vouches for)");

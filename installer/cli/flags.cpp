@@ -143,7 +143,8 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
     cmd->add_option("--trust-key", v.trust_keys,
                     "Publisher key (Ed25519 .pub) the bundle must be signed "
                     "with; also read: "
-                    "<root>/etc/gpunode/trusted-keys/*.pub");
+                    "<root>/etc/gpunode/trusted-keys/*.pub. Default: "
+                    "GPUNODE_TRUST_KEYS, else config.toml's trust-keys");
     cmd->add_flag(
         "--insecure-skip-signature", v.insecure_skip_signature,
         "Accept a bundle without checking who signed it (its hashes are still "
