@@ -545,6 +545,17 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
       !r) {
     return r.error();
   }
+  if (!options.runtime_files.empty()) {
+    for (const char* d : {"lib", "lib/gpunode"}) {
+      if (auto r = make_dir(root + "/" + d); !r) return r.error();
+    }
+    for (const auto& src : options.runtime_files) {
+      const mode_t mode = ::access(src.c_str(), X_OK) == 0 ? 0755 : 0644;
+      const std::string rel =
+          "lib/gpunode/" + fs::path(src).filename().string();
+      if (auto r = add(copy_file(src, root, rel, mode)); !r) return r.error();
+    }
+  }
   for (auto& [source, image] : to_copy) {
     if (auto r = add(copy_file(source, root, image.file, 0644)); !r) {
       return r.error();
@@ -618,7 +629,10 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
   for (const auto& f : files) {
     if (auto r = set_mtime(root + "/" + f, created_t); !r) return r.error();
   }
-  for (const char* d : {"/bin", "/images", "/manifests", ""}) {
+  for (const char* d :
+       {"/bin", "/lib/gpunode", "/lib", "/images", "/manifests", ""}) {
+    if (options.runtime_files.empty() && std::string(d).rfind("/lib", 0) == 0)
+      continue;
     if (auto r = fsync_path(root + d); !r) return r.error();
     if (auto r = set_mtime(root + d, created_t); !r) return r.error();
   }

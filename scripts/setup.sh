@@ -11,7 +11,8 @@ build_packages=(g++ cmake ninja-build pkg-config
   libyaml-cpp-dev libarchive-dev libcurl4-openssl-dev catch2
   containerd
   docker-registry skopeo  # a real loopback registry for the pull tests
-  python3-yaml openssl)  # the simulated k3s node (test/sim/k3s_sim.py)
+  python3-yaml openssl  # the simulated k3s node (test/sim/k3s_sim.py)
+  debootstrap)  # the bullseye chroot of the packaging tests (label package)
 
 # Real kubectl drives the simulated node in the tests. This machine image
 # ships a current one; elsewhere Debian's own (kubernetes-client) stands in.

@@ -23,6 +23,11 @@ struct CreateOptions {
   std::vector<PullOptions> pulls;
   std::function<void(const std::string&)> note;  // progress lines; optional
   std::string self_binary;  // copied as bin/gpunode (/proc/self/exe)
+  // The portable build (packaging/build-portable.sh): self_binary is its
+  // launcher and these, lib/gpunode/* (glibc's loader, the libraries, the
+  // real binary), are copied to lib/gpunode/ so the stick's bin/gpunode
+  // runs on hosts with an older glibc. Empty for a plain build.
+  std::vector<std::string> runtime_files;
   std::optional<std::string> sign_key_pem;  // --sign-key: Ed25519 private key
   std::string created;  // ISO 8601; "" = SOURCE_DATE_EPOCH or now
   std::string min_driver;

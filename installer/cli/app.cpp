@@ -19,23 +19,31 @@ Run 'gpunode COMMAND --help' for a command's flags.)";
 
 }  // namespace
 
-int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
-  CLI::App app{
+std::unique_ptr<CLI::App> make_app(CommandIo& io) {
+  auto app = std::make_unique<CLI::App>(
       "gpunode: bring an NVIDIA GPU node running k3s to the point where Pods "
       "can use its "
       "GPUs, offline, layer by layer (driver, container toolkit, containerd "
       "runtime handler, "
       "...). Safe to rerun after any failure.",
-      "gpunode"};
-  app.footer(kFooter);
-  app.require_subcommand(1);
+      "gpunode");
+  app->footer(kFooter);
+  app->require_subcommand(1);
+  register_install(*app, io);
+  register_plan(*app, io);
+  register_status(*app, io);
+  register_uninstall(*app, io);
+  register_version(*app, io);
+  register_bundle(*app, io);
+  register_config(*app, io);
+  register_docs(*app, io);
+  return app;
+}
+
+int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CommandIo io{out, err};
-  register_install(app, io);
-  register_plan(app, io);
-  register_status(app, io);
-  register_uninstall(app, io);
-  register_version(app, io);
-  register_bundle(app, io);
+  auto app_ptr = make_app(io);
+  CLI::App& app = *app_ptr;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

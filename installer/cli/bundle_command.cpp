@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/self_files.hpp"
+#include "cli/site_config.hpp"
 #include "gpunode/bundle.hpp"
 #include "gpunode/bundle_create.hpp"
 #include "gpunode/bundle_trust.hpp"
@@ -79,7 +81,8 @@ struct VerifyFlags {
   unsigned threads = 0;
 };
 
-int run_verify(const VerifyFlags& f, CommandIo& io) {
+int run_verify(const VerifyFlags& f, const std::set<std::string>& given,
+               CommandIo& io) {
   Reporter report(io.out, io.err, f.json, false);
   auto fail = [&](const Error& e) {
     report.error(e);
@@ -93,8 +96,16 @@ int run_verify(const VerifyFlags& f, CommandIo& io) {
     return fail(usage_error("--threads: at most 1024, got " +
                             std::to_string(f.threads)));
 
+  // Site trust keys (GPUNODE_TRUST_KEYS, then config.toml's trust-keys)
+  // stand in when no --trust-key is given, as for install --bundle.
+  FlagValues site;
+  site.root = f.root;
+  site.trust_keys = f.trust_keys;
+  auto settings = resolve_site_settings(site, given, process_env());
+  if (!settings) return fail(settings.error());
+
   auto fs = make_rooted_file_system(f.root);
-  auto trusted = bundle::trust_options(*fs, f.trust_keys, f.insecure);
+  auto trusted = bundle::trust_options(*fs, site.trust_keys, f.insecure);
   if (!trusted) return fail(trusted.error());
   bundle::VerifyOptions options = std::move(*trusted);
   options.threads = f.threads;
@@ -148,7 +159,8 @@ void register_verify(CLI::App* bundle, CommandIo& io) {
   cmd->add_option("PATH", f->path, "The bundle directory")->required();
   cmd->add_option("--trust-key", f->trust_keys,
                   "A publisher's Ed25519 public key (PEM); repeatable. Also "
-                  "read: <root>/etc/gpunode/trusted-keys/*.pub");
+                  "read: <root>/etc/gpunode/trusted-keys/*.pub. Default: "
+                  "GPUNODE_TRUST_KEYS, else config.toml's trust-keys");
   cmd->add_flag("--insecure-skip-signature", f->insecure,
                 "Do not check the signature (the files are still checked "
                 "against bundle.toml, which nobody vouches for)");
@@ -157,7 +169,9 @@ void register_verify(CLI::App* bundle, CommandIo& io) {
   cmd->add_flag("--json", f->json, "Also print one JSON result line on stdout");
   cmd->add_option("--threads", f->threads,
                   "Hashing threads (default 0: one per core)");
-  cmd->callback([f, &io]() { io.exit_code = run_verify(*f, io); });
+  cmd->callback([f, cmd, &io]() {
+    io.exit_code = run_verify(*f, given_setting_flags(*cmd), io);
+  });
 }
 
 void register_keygen(CLI::App* bundle, CommandIo& io) {
@@ -304,16 +318,10 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     options.note = [&io](const std::string& line) {
       io.err << "bundle create: " << line << '\n';
     };
-    char self[4096];
-    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-      return fail(Error{ExitCode::kBlocked,
-                        "bundle",
-                        std::string("cannot find this binary "
-                                    "(/proc/self/exe): ") +
-                            std::strerror(errno),
-                        {}});
-    options.self_binary.assign(self, static_cast<std::size_t>(n));
+    auto self = locate_self();
+    if (!self) return fail(self.error());
+    options.self_binary = self->binary;
+    options.runtime_files = self->runtime_files;
     auto result = bundle::create_bundle(options);
     if (!result) return fail(result.error());
     std::uint64_t total = 0;

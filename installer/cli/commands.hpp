@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <ostream>
 
 #include "cli/flags.hpp"
@@ -23,9 +24,18 @@ void register_uninstall(CLI::App& app, CommandIo& io);
 void register_version(CLI::App& app, CommandIo& io);
 // bundle verify | keygen | create
 void register_bundle(CLI::App& app, CommandIo& io);
+// config show: each site default's value and where it came from
+void register_config(CLI::App& app, CommandIo& io);
+// Hidden: `man` and `completion bash`, rendered from `app` itself.
+void register_docs(CLI::App& app, CommandIo& io);
+
+// The whole command line; its callbacks write to `io`.
+std::unique_ptr<CLI::App> make_app(CommandIo& io);
 
 // Shared by install, plan and status: validate, build the real host, run the
 // selected stages.
-int run_stage_command(RunMode mode, const FlagValues& flags, CommandIo& io);
+// Site defaults (config.toml, GPUNODE_*) fill what `cmd`'s flags left unset.
+int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
+                      CommandIo& io);
 
 }  // namespace gpunode

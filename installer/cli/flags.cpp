@@ -30,7 +30,9 @@ bool valid_node_name(const std::string& n) {
   return n.find("..") == std::string::npos;
 }
 
-bool valid_version(const std::string& v) {
+}  // namespace
+
+bool valid_driver_version(const std::string& v) {
   if (v.empty() || v.front() == '.' || v.back() == '.') return false;
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (v[i] == '.' ? v[i - 1] == '.'
@@ -40,8 +42,6 @@ bool valid_version(const std::string& v) {
   }
   return true;
 }
-
-}  // namespace
 
 Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
   auto bad = [&]() {
@@ -143,7 +143,8 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
     cmd->add_option("--trust-key", v.trust_keys,
                     "Publisher key (Ed25519 .pub) the bundle must be signed "
                     "with; also read: "
-                    "<root>/etc/gpunode/trusted-keys/*.pub");
+                    "<root>/etc/gpunode/trusted-keys/*.pub. Default: "
+                    "GPUNODE_TRUST_KEYS, else config.toml's trust-keys");
     cmd->add_flag(
         "--insecure-skip-signature", v.insecure_skip_signature,
         "Accept a bundle without checking who signed it (its hashes are still "
@@ -259,7 +260,7 @@ Result<Options> validate_flags(const FlagValues& v) {
   o.timeout = *timeout;
 
   if (!v.min_driver.empty()) {
-    if (!valid_version(v.min_driver)) {
+    if (!valid_driver_version(v.min_driver)) {
       return usage_error(
           "--min-driver: expected a dotted version such as 550.54.15, got '" +
           v.min_driver + "'");

@@ -44,6 +44,9 @@ enum class FlagSet { kInstall, kPlan, kStatus, kUninstall };
 void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set);
 Result<Options> validate_flags(const FlagValues& v);
 
+// A dotted numeric version such as 550.54.15.
+bool valid_driver_version(const std::string& v);
+
 // "10m", "90s", "1h30m", "500ms"; a bare number is seconds.
 Result<std::chrono::milliseconds> parse_duration(const std::string& text);
 

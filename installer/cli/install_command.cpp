@@ -11,8 +11,8 @@ void register_install(CLI::App& app, CommandIo& io) {
                          "bottom-up and change only what is missing. Safe to "
                          "rerun after any failure.");
   add_flags(cmd, *flags, FlagSet::kInstall);
-  cmd->callback([flags, &io]() {
-    io.exit_code = run_stage_command(RunMode::kInstall, *flags, io);
+  cmd->callback([flags, cmd, &io]() {
+    io.exit_code = run_stage_command(RunMode::kInstall, *flags, *cmd, io);
   });
 }
 

@@ -8,8 +8,8 @@ void register_plan(CLI::App& app, CommandIo& io) {
                                      "Show what 'install' would change on this "
                                      "node, and why. Changes nothing.");
   add_flags(cmd, *flags, FlagSet::kPlan);
-  cmd->callback([flags, &io]() {
-    io.exit_code = run_stage_command(RunMode::kPlan, *flags, io);
+  cmd->callback([flags, cmd, &io]() {
+    io.exit_code = run_stage_command(RunMode::kPlan, *flags, *cmd, io);
   });
 }
 

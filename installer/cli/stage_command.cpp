@@ -5,16 +5,24 @@
 #include <algorithm>
 
 #include "cli/commands.hpp"
+#include "cli/site_config.hpp"
 #include "gpunode/interrupt.hpp"
 #include "gpunode/pipeline.hpp"
 #include "gpunode/system_host.hpp"
 
 namespace gpunode {
 
-int run_stage_command(RunMode mode, const FlagValues& flags, CommandIo& io) {
-  auto options = validate_flags(flags);
+int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
+                      CommandIo& io) {
   Reporter report(io.out, io.err, flags.json,
                   Reporter::want_color(!flags.no_color, STDERR_FILENO));
+  auto settings =
+      resolve_site_settings(flags, given_setting_flags(cmd), process_env());
+  if (!settings) {
+    report.error(settings.error());
+    return static_cast<int>(ExitCode::kUsage);
+  }
+  auto options = validate_flags(flags);
   if (!options) {
     report.error(options.error());
     return static_cast<int>(ExitCode::kUsage);

@@ -10,8 +10,8 @@ void register_status(CLI::App& app, CommandIo& io) {
       "history. "
       "Exits 0 when every layer is in place, 1 when one is not.");
   add_flags(cmd, *flags, FlagSet::kStatus);
-  cmd->callback([flags, &io]() {
-    io.exit_code = run_stage_command(RunMode::kStatus, *flags, io);
+  cmd->callback([flags, cmd, &io]() {
+    io.exit_code = run_stage_command(RunMode::kStatus, *flags, *cmd, io);
   });
 }
 

@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "cli/site_config.hpp"
 #include "gpunode/system_host.hpp"
 #include "gpunode/uninstall.hpp"
 
@@ -19,10 +20,19 @@ void register_uninstall(CLI::App& app, CommandIo& io) {
   add_flags(cmd, *flags, FlagSet::kUninstall);
   cmd->add_flag("--keep-image", *keep_image,
                 "Keep the device plugin image in containerd");
-  cmd->callback([flags, keep_image, &io]() {
-    auto options = validate_flags(*flags);
+  cmd->callback([flags, keep_image, cmd, &io]() {
     Reporter report(io.out, io.err, flags->json,
                     Reporter::want_color(!flags->no_color, STDERR_FILENO));
+    // Site defaults (the timeout) apply here too; a broken config.toml
+    // stops uninstall before it changes anything, like every command.
+    auto settings =
+        resolve_site_settings(*flags, given_setting_flags(*cmd), process_env());
+    if (!settings) {
+      report.error(settings.error());
+      io.exit_code = static_cast<int>(ExitCode::kUsage);
+      return;
+    }
+    auto options = validate_flags(*flags);
     if (!options) {
       report.error(options.error());
       io.exit_code = static_cast<int>(ExitCode::kUsage);

@@ -74,13 +74,17 @@ struct ImageNode {
   }
   // containerd collects unreferenced content (the leases of a finished
   // import) in the background, so read the store once it has settled.
+  // containerd's garbage collector drops the blobs an import left
+  // unreferenced (other platforms) some time later; on a loaded machine
+  // more than 100 ms later. Settled = unchanged for half a second.
   std::map<std::string, std::string> settled_content() {
     auto last = ctd.content_digests();
-    for (int i = 0; i < 50; ++i) {
+    int stable = 0;
+    for (int i = 0; i < 100 && stable < 5; ++i) {
       ::usleep(100 * 1000);
       auto now = ctd.content_digests();
-      if (now == last) return now;
-      last = now;
+      stable = now == last ? stable + 1 : 0;
+      last = std::move(now);
     }
     return last;
   }

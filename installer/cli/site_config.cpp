@@ -1,0 +1,281 @@
+#include "cli/site_config.hpp"
+
+#include <toml++/toml.h>
+
+#include <cstdlib>
+
+#include "gpunode/system_host.hpp"
+
+namespace gpunode {
+namespace {
+
+constexpr std::size_t kMaxConfigBytes = 256 * 1024;
+constexpr int kMinReplicas = 2;
+constexpr int kMaxReplicas = 1024;
+
+// Each check returns what is wrong with a value, or "" when it is fine.
+std::string check_variant(const std::string& v) {
+  return v == "default" || v == "time-slicing"
+             ? ""
+             : "unknown variant '" + v +
+                   "' (choose 'default' or 'time-slicing')";
+}
+std::string check_replicas(long long n) {
+  return n >= kMinReplicas && n <= kMaxReplicas
+             ? ""
+             : "expected " + std::to_string(kMinReplicas) + " to " +
+                   std::to_string(kMaxReplicas) + " slots per GPU, got " +
+                   std::to_string(n);
+}
+std::string check_timeout(const std::string& v) {
+  return parse_duration(v) ? ""
+                           : "expected a positive duration of at most 168h "
+                             "such as 10m, 90s or 1h30m, got '" +
+                                 v + "'";
+}
+std::string check_min_driver(const std::string& v) {
+  return valid_driver_version(v)
+             ? ""
+             : "expected a dotted version such as 550.54.15, got '" + v + "'";
+}
+std::string check_key_path(const std::string& v) {
+  return !v.empty() && v.front() == '/'
+             ? ""
+             : "expected an absolute path, got '" + v + "'";
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::size_t end = comma == std::string::npos ? text.size() : comma;
+    if (end > start) out.push_back(text.substr(start, end - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// One setting's value as read from the environment or the file.
+struct Found {
+  std::string text;                // variant, timeout, min-driver
+  long long number = 0;            // replicas
+  std::vector<std::string> paths;  // trust-keys
+  std::string origin;
+};
+
+using Values = std::map<std::string, Found>;
+
+Result<Values> read_env(const EnvLookup& env) {
+  Values out;
+  for (const SettingSpec& spec : setting_specs()) {
+    auto raw = env(spec.env);
+    if (!raw || raw->empty()) continue;
+    Found f;
+    f.origin = spec.env;
+    std::string problem;
+    const std::string key = spec.key;
+    if (key == "replicas") {
+      const bool digits =
+          raw->size() <= 9 &&
+          raw->find_first_not_of("0123456789") == std::string::npos;
+      problem = digits ? check_replicas(std::stoll(*raw))
+                       : "expected a whole number, got '" + *raw + "'";
+      if (digits) f.number = std::stoll(*raw);
+    } else if (key == "trust-keys") {
+      f.paths = split_commas(*raw);
+      for (const auto& p : f.paths)
+        if (problem.empty()) problem = check_key_path(p);
+    } else {
+      f.text = *raw;
+      problem = key == "variant"   ? check_variant(f.text)
+                : key == "timeout" ? check_timeout(f.text)
+                                   : check_min_driver(f.text);
+    }
+    if (!problem.empty())
+      return usage_error(std::string(spec.env) + ": " + problem);
+    out[key] = std::move(f);
+  }
+  return out;
+}
+
+Result<Values> read_file(const FileSystem& fs, const std::string& shown) {
+  Values out;
+  if (!fs.stat(kSiteConfigPath)) return out;
+  auto text = fs.read_file(kSiteConfigPath, kMaxConfigBytes);
+  if (!text)
+    return usage_error(shown + ": cannot read: " + text.error().message);
+  toml::table doc;
+  try {
+    doc = toml::parse(*text, shown);
+  } catch (const toml::parse_error& e) {
+    return usage_error(shown + ":" + std::to_string(e.source().begin.line) +
+                       ": " + std::string(e.description()));
+  }
+  for (const auto& [k, node] : doc) {
+    const std::string key(k.str());
+    const std::string at =
+        shown + ":" + std::to_string(node.source().begin.line);
+    auto bad = [&](const std::string& what) {
+      return usage_error(at + ": key '" + key + "': " + what);
+    };
+    bool known = false;
+    for (const SettingSpec& spec : setting_specs()) known |= key == spec.key;
+    if (!known) {
+      std::string keys;
+      for (const SettingSpec& spec : setting_specs())
+        keys += (keys.empty() ? "" : ", ") + std::string(spec.key);
+      return bad("unknown key (known: " + keys + ")");
+    }
+    Found f;
+    f.origin = at;
+    std::string problem;
+    if (key == "replicas") {
+      if (!node.is_integer()) return bad("expected an integer");
+      f.number = node.value<long long>().value_or(0);
+      problem = check_replicas(f.number);
+    } else if (key == "trust-keys") {
+      const toml::array* list = node.as_array();
+      if (list == nullptr) return bad("expected an array of paths");
+      for (const auto& item : *list) {
+        if (!item.is_string()) return bad("expected an array of paths");
+        f.paths.push_back(*item.value<std::string>());
+        if (problem.empty()) problem = check_key_path(f.paths.back());
+      }
+    } else {
+      if (!node.is_string()) return bad("expected a string");
+      f.text = *node.value<std::string>();
+      problem = key == "variant"   ? check_variant(f.text)
+                : key == "timeout" ? check_timeout(f.text)
+                                   : check_min_driver(f.text);
+    }
+    if (!problem.empty()) return bad(problem);
+    out[key] = std::move(f);
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* source_name(SettingSource s) {
+  switch (s) {
+    case SettingSource::kFlag:
+      return "flag";
+    case SettingSource::kEnv:
+      return "env";
+    case SettingSource::kFile:
+      return "file";
+    case SettingSource::kBuiltIn:
+      return "built-in";
+  }
+  return "built-in";
+}
+
+const std::vector<SettingSpec>& setting_specs() {
+  static const std::vector<SettingSpec> specs = {
+      {"variant", "--variant", "GPUNODE_VARIANT"},
+      {"replicas", "--replicas", "GPUNODE_REPLICAS"},
+      {"timeout", "--timeout", "GPUNODE_TIMEOUT"},
+      {"min-driver", "--min-driver", "GPUNODE_MIN_DRIVER"},
+      {"trust-keys", "--trust-key", "GPUNODE_TRUST_KEYS"},
+  };
+  return specs;
+}
+
+EnvLookup process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+std::set<std::string> given_setting_flags(const CLI::App& cmd) {
+  std::set<std::string> given;
+  for (const SettingSpec& spec : setting_specs()) {
+    const CLI::Option* opt = cmd.get_option_no_throw(spec.flag);
+    if (opt != nullptr && opt->count() > 0) given.insert(spec.flag);
+  }
+  return given;
+}
+
+Result<std::vector<Setting>> resolve_site_settings(
+    FlagValues& v, const std::set<std::string>& given_flags,
+    const EnvLookup& env) {
+  // A bad --root is validate_flags' to report, with its own message.
+  if (v.root.empty() || v.root.front() != '/') return std::vector<Setting>{};
+  auto fs = make_rooted_file_system(v.root);
+  const std::string shown =
+      v.root == "/" ? kSiteConfigPath : fs->resolve(kSiteConfigPath);
+  auto from_env = read_env(env);
+  if (!from_env) return from_env.error();
+  auto from_file = read_file(*fs, shown);
+  if (!from_file) return from_file.error();
+
+  std::vector<Setting> out;
+  for (const SettingSpec& spec : setting_specs()) {
+    const std::string key = spec.key;
+    Setting s{key, "", SettingSource::kBuiltIn, ""};
+    const Found* found = nullptr;
+    if (given_flags.count(spec.flag)) {
+      s.source = SettingSource::kFlag;
+      s.origin = spec.flag;
+    } else if (from_env->count(key)) {
+      found = &from_env->at(key);
+      s.source = SettingSource::kEnv;
+    } else if (from_file->count(key)) {
+      found = &from_file->at(key);
+      s.source = SettingSource::kFile;
+    }
+    if (found != nullptr) {
+      s.origin = found->origin;
+      if (key == "variant") v.variant = found->text;
+      if (key == "timeout") v.timeout = found->text;
+      if (key == "min-driver") v.min_driver = found->text;
+      if (key == "replicas") v.replicas = static_cast<int>(found->number);
+      if (key == "trust-keys") {
+        v.trust_keys.clear();
+        for (const auto& p : found->paths)
+          v.trust_keys.push_back(
+              s.source == SettingSource::kFile ? fs->resolve(p) : p);
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  // A site default for replicas applies to time-slicing only; with the
+  // default variant it is ignored rather than refused (only an explicit
+  // --replicas there is a mistake).
+  for (Setting& s : out) {
+    if (s.key == "replicas" && s.source != SettingSource::kFlag &&
+        v.variant == "default" && v.replicas) {
+      v.replicas.reset();
+      s.value = "(unused: variant default)";
+    }
+  }
+  for (Setting& s : out) {
+    if (!s.value.empty()) continue;
+    if (s.key == "variant") s.value = v.variant;
+    if (s.key == "timeout") s.value = v.timeout;
+    if (s.key == "min-driver")
+      s.value = v.min_driver.empty() ? "(none)" : v.min_driver;
+    if (s.key == "replicas")
+      s.value = v.replicas
+                    ? std::to_string(*v.replicas)
+                    : (v.variant == "default" ? "1 (variant default)" : "8");
+    if (s.key == "trust-keys")
+      s.value =
+          v.trust_keys.empty()
+              ? "(none; also " + std::string("/etc/gpunode/trusted-keys/*.pub)")
+              : join(v.trust_keys);
+  }
+  return out;
+}
+
+}  // namespace gpunode

@@ -1,0 +1,259 @@
+// Site defaults: precedence (flag > environment > file > built-in) and one
+// test per kind of bad input, each checking the exact message and that
+// nothing under the root changed.
+#include "cli/site_config.hpp"
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <sstream>
+
+#include "cli/cli.hpp"
+#include "gpunode/bundle.hpp"
+#include "gpunode/bundle_create.hpp"
+#include "oci_builder.hpp"
+#include "test_support.hpp"
+
+using namespace gpunode;
+using gpunode::test::TempDir;
+
+namespace {
+
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+void write_config(const TempDir& root, const std::string& text) {
+  test::write_text(root.path() + "/etc/gpunode/config.toml", text);
+}
+
+const Setting& find(const std::vector<Setting>& all, const std::string& key) {
+  for (const auto& s : all)
+    if (s.key == key) return s;
+  FAIL("no setting " << key);
+  return all.front();
+}
+
+Error expect_error(const TempDir& root, const EnvLookup& env) {
+  FlagValues v;
+  v.root = root.path();
+  auto r = resolve_site_settings(v, {}, env);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().exit == ExitCode::kUsage);
+  return r.error();
+}
+
+}  // namespace
+
+TEST_CASE("no file and no environment: built-in defaults", "[config]") {
+  TempDir root;
+  FlagValues v;
+  v.root = root.path();
+  auto r = resolve_site_settings(v, {}, env_of({}));
+  REQUIRE(r);
+  CHECK(find(*r, "variant").value == "default");
+  CHECK(find(*r, "variant").source == SettingSource::kBuiltIn);
+  CHECK(find(*r, "timeout").value == "10m");
+  CHECK(v.variant == "default");
+  CHECK_FALSE(v.replicas);
+}
+
+TEST_CASE("flag beats environment beats file beats built-in", "[config]") {
+  TempDir root;
+  write_config(root,
+               "# site defaults\n"
+               "variant = \"time-slicing\"\n"
+               "replicas = 4\n"
+               "timeout = \"20m\"\n"
+               "min-driver = \"550.54.15\"\n"
+               "trust-keys = [\"/etc/gpunode/keys/site.pub\"]\n");
+  FlagValues v;
+  v.root = root.path();
+  v.timeout = "30s";  // as CLI11 stores --timeout 30s
+  auto r = resolve_site_settings(
+      v, {"--timeout"},
+      env_of({{"GPUNODE_REPLICAS", "6"}, {"GPUNODE_MIN_DRIVER", ""}}));
+  REQUIRE(r);
+  CHECK(v.timeout == "30s");
+  CHECK(find(*r, "timeout").source == SettingSource::kFlag);
+  CHECK(find(*r, "timeout").origin == "--timeout");
+  CHECK(v.replicas == 6);
+  CHECK(find(*r, "replicas").source == SettingSource::kEnv);
+  CHECK(find(*r, "replicas").origin == "GPUNODE_REPLICAS");
+  CHECK(v.variant == "time-slicing");
+  CHECK(find(*r, "variant").source == SettingSource::kFile);
+  CHECK(find(*r, "variant").origin ==
+        root.path() + "/etc/gpunode/config.toml:2");
+  // An empty variable is unset: the file's value stands.
+  CHECK(v.min_driver == "550.54.15");
+  CHECK(find(*r, "min-driver").source == SettingSource::kFile);
+  // Key paths in the file are host paths, read under --root.
+  REQUIRE(v.trust_keys.size() == 1);
+  CHECK(v.trust_keys[0] == root.path() + "/etc/gpunode/keys/site.pub");
+  auto options = validate_flags(v);
+  REQUIRE(options);
+  CHECK(options->replicas == 6);
+}
+
+TEST_CASE("a site replicas default is unused with the default variant",
+          "[config]") {
+  TempDir root;
+  write_config(root, "replicas = 4\n");
+  FlagValues v;
+  v.root = root.path();
+  auto r = resolve_site_settings(v, {}, env_of({}));
+  REQUIRE(r);
+  CHECK_FALSE(v.replicas);
+  CHECK(find(*r, "replicas").value == "(unused: variant default)");
+  CHECK(validate_flags(v));
+}
+
+TEST_CASE("bad config files name the file, line and key", "[config]") {
+  struct Case {
+    const char* text;
+    const char* message;  // after "<file>:"
+  };
+  const Case cases[] = {
+      {"variant = \"default\"\nreplicas = [\n",
+       "2: Error while parsing array: encountered end-of-file"},  // syntax
+      {"variant = \"default\"\ncolour = \"red\"\n",
+       "2: key 'colour': unknown key (known: variant, replicas, timeout, "
+       "min-driver, trust-keys)"},
+      {"replicas = \"8\"\n", "1: key 'replicas': expected an integer"},
+      {"variant = 1\n", "1: key 'variant': expected a string"},
+      {"trust-keys = \"/a.pub\"\n",
+       "1: key 'trust-keys': expected an array of paths"},
+      {"\nvariant = \"mig\"\n",
+       "2: key 'variant': unknown variant 'mig' (choose 'default' or "
+       "'time-slicing')"},
+      {"replicas = 1\n",
+       "1: key 'replicas': expected 2 to 1024 slots per GPU, got 1"},
+      {"timeout = \"soon\"\n",
+       "1: key 'timeout': expected a positive duration of at most 168h such "
+       "as 10m, 90s or 1h30m, got 'soon'"},
+      {"min-driver = \"550.x\"\n",
+       "1: key 'min-driver': expected a dotted version such as 550.54.15, got "
+       "'550.x'"},
+      {"trust-keys = [\"keys/a.pub\"]\n",
+       "1: key 'trust-keys': expected an absolute path, got 'keys/a.pub'"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    TempDir root;
+    write_config(root, c.text);
+    const Error e = expect_error(root, env_of({}));
+    CHECK_THAT(e.message,
+               Catch::StartsWith(root.path() +
+                                 "/etc/gpunode/config.toml:" + c.message));
+  }
+}
+
+TEST_CASE("bad environment values name the variable", "[config]") {
+  TempDir root;
+  CHECK(expect_error(root, env_of({{"GPUNODE_REPLICAS", "lots"}})).message ==
+        "GPUNODE_REPLICAS: expected a whole number, got 'lots'");
+  CHECK(expect_error(root, env_of({{"GPUNODE_VARIANT", "mig"}})).message ==
+        "GPUNODE_VARIANT: unknown variant 'mig' (choose 'default' or "
+        "'time-slicing')");
+  CHECK(expect_error(root, env_of({{"GPUNODE_TIMEOUT", "0s"}})).message ==
+        "GPUNODE_TIMEOUT: expected a positive duration of at most 168h such "
+        "as 10m, 90s or 1h30m, got '0s'");
+  CHECK(expect_error(root, env_of({{"GPUNODE_TRUST_KEYS", "/a.pub,b.pub"}}))
+            .message ==
+        "GPUNODE_TRUST_KEYS: expected an absolute path, got 'b.pub'");
+}
+
+namespace {
+test::Run cli(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"gpunode"};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  std::ostringstream out, err;
+  const int code =
+      run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+}  // namespace
+
+TEST_CASE("config show prints each value and its source", "[config]") {
+  TempDir root;
+  write_config(root, "variant = \"time-slicing\"\n");
+  test::ScopedEnv env;
+  for (const auto& spec : setting_specs()) env.unset(spec.env);
+  env.set("GPUNODE_TIMEOUT", "5m");
+  auto r = cli({"config", "show", "--root", root.path(), "--replicas", "3"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out ==
+        "variant:    time-slicing  (file " + root.path() +
+            "/etc/gpunode/config.toml:1)\n"
+            "replicas:   3  (flag --replicas)\n"
+            "timeout:    5m  (env GPUNODE_TIMEOUT)\n"
+            "min-driver: (none)  (built-in)\n"
+            "trust-keys: (none; also /etc/gpunode/trusted-keys/*.pub)  "
+            "(built-in)\n");
+  auto j = cli({"config", "show", "--root", root.path(), "--json"});
+  CHECK(j.exit_code == 0);
+  CHECK(j.out.find("{\"key\":\"variant\",\"origin\":\"" + root.path() +
+                   "/etc/gpunode/config.toml:1\",\"source\":\"file\","
+                   "\"value\":\"time-slicing\"}") != std::string::npos);
+}
+
+TEST_CASE("a bad config file stops every command before it changes anything",
+          "[config]") {
+  TempDir root;
+  write_config(root, "variant = \"mig\"\n");
+  const auto before = test::snapshot_tree(root.path());
+  for (const char* command :
+       {"config", "plan", "status", "install", "uninstall"}) {
+    INFO(command);
+    std::vector<std::string> args = {command};
+    if (std::string(command) == "config") args.push_back("show");
+    args.insert(args.end(), {"--root", root.path()});
+    if (std::string(command) == "install") args.push_back("--dry-run");
+    auto r = cli(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(root.path() +
+                     "/etc/gpunode/config.toml:1: key 'variant': unknown "
+                     "variant 'mig'") != std::string::npos);
+  }
+  CHECK(test::snapshot_tree(root.path()) == before);
+}
+
+TEST_CASE("bundle verify trusts the keys config.toml names", "[config]") {
+  TempDir root;
+  TempDir work;
+  auto keys = bundle::generate_keypair();
+  REQUIRE(keys);
+  test::write_text(root.path() + "/etc/gpunode/keys/site.pub",
+                   keys->public_pem);
+  const auto plugin =
+      test::build_image(work.path() + "/plugin.tar", test::ImageSpec{});
+  bundle::CreateOptions o;
+  o.out = work.path() + "/stick";
+  o.image_archives = {plugin.path};
+  o.self_binary = work.path() + "/plugin.tar";  // any file stands in
+  o.created = "2026-01-31T12:00:00Z";
+  o.sign_key_pem = keys->private_pem;
+  REQUIRE(bundle::create_bundle(o));
+  test::ScopedEnv env;
+  env.unset("GPUNODE_TRUST_KEYS");
+
+  // No key anywhere: refused, exit 4.
+  auto none = cli({"bundle", "verify", o.out, "--root", root.path()});
+  CHECK(none.exit_code == 4);
+  write_config(root, "trust-keys = [\"/etc/gpunode/keys/site.pub\"]\n");
+  auto ok = cli({"bundle", "verify", o.out, "--root", root.path()});
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.err.find("bundle verify: ok") != std::string::npos);
+  CHECK(ok.err.find("signed by") != std::string::npos);
+  // A broken config stops verify too (exit 2), naming the line.
+  write_config(root, "trust-keys = [\"keys/site.pub\"]\n");
+  auto bad = cli({"bundle", "verify", o.out, "--root", root.path()});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("config.toml:1: key 'trust-keys': expected an absolute "
+                     "path, got 'keys/site.pub'") != std::string::npos);
+}
