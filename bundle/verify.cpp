@@ -88,7 +88,9 @@ std::string hex(const unsigned char* md, unsigned len) {
 // following a link, refusing anything bigger than `cap`. nullopt: absent.
 Result<std::optional<std::string>> read_small(int dirfd, const char* name,
                                               std::size_t cap) {
-  Fd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO in its place would otherwise block the open forever;
+  // the fstat below refuses it.
+  Fd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd) {
     const int e = errno;
     if (e == ENOENT) return std::optional<std::string>();
