@@ -13,6 +13,19 @@ namespace {
 // device plugin would advertise GPUs x replicas scheduling slots.
 constexpr int kMaxReplicas = 1024;
 
+bool valid_version(const std::string& v) {
+  if (v.empty() || v.front() == '.' || v.back() == '.') return false;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '.' ? v[i - 1] == '.'
+                    : !std::isdigit(static_cast<unsigned char>(v[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 bool valid_node_name(const std::string& n) {
   // Kubernetes node names are DNS subdomains (RFC 1123): this also keeps
   // "/" and ".." out of every URL path they end up in.
@@ -29,19 +42,6 @@ bool valid_node_name(const std::string& n) {
     return false;
   return n.find("..") == std::string::npos;
 }
-
-bool valid_version(const std::string& v) {
-  if (v.empty() || v.front() == '.' || v.back() == '.') return false;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v[i] == '.' ? v[i - 1] == '.'
-                    : !std::isdigit(static_cast<unsigned char>(v[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
 
 Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
   auto bad = [&]() {
@@ -243,13 +243,15 @@ Result<Options> validate_flags(const FlagValues& v) {
   }
   o.rename_shared = v.rename_shared;
 
-  if (!v.node.empty() && !valid_node_name(v.node)) {
+  // An explicit empty --node (e.g. --node "$NODE" with NODE unset) is an
+  // error, not a request to discover the name.
+  if (v.node && !valid_node_name(*v.node)) {
     return usage_error(
-        "--node: '" + v.node +
+        "--node: '" + *v.node +
         "' is not a valid Kubernetes node name (lower-case letters, digits, "
         "'-' and '.', at most 253 characters)");
   }
-  o.node = v.node;
+  o.node = v.node.value_or("");
   if (v.kubeconfig.empty())
     return usage_error("--kubeconfig: must not be empty");
   o.kubeconfig = v.kubeconfig;
