@@ -29,7 +29,8 @@ namespace {
 constexpr const char* kManifestName = "bundle.toml";
 constexpr const char* kSignatureName = "bundle.toml.sig";
 constexpr std::size_t kMaxSignatureBytes = 4096;  // Ed25519: 64 bytes
-constexpr std::size_t kReadBlock = 4u << 20;      // per pread, per thread
+constexpr std::size_t kEd25519SignatureBytes = 64;
+constexpr std::size_t kReadBlock = 4u << 20;  // per pread, per thread
 constexpr int kMaxDepth = 64;
 constexpr const char* kFix =
     "get a fresh copy of the bundle from its publisher; do not install from "
@@ -321,6 +322,14 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
       return integrity(
           "bundle is not signed (no bundle.toml.sig), but a trusted key is "
           "configured");
+    // Said plainly: a cut-off signature is damage to the stick, not a
+    // bundle from someone else (both fail verification alike).
+    if ((*sig)->size() != kEd25519SignatureBytes)
+      return integrity(std::string(kSignatureName) + ": is " +
+                       std::to_string((*sig)->size()) +
+                       " bytes; an Ed25519 signature is " +
+                       std::to_string(kEd25519SignatureBytes) +
+                       " (truncated, or not a gpunode signature)");
     for (const std::string& key : options.trust_keys) {
       auto ok = signature_valid(key, **text, **sig);
       if (!ok) return ok.error();

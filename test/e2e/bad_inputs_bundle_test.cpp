@@ -76,7 +76,7 @@ TEST_CASE("bad inputs: signatures and trust keys", "[e2e][bad-inputs]") {
        4, "bundle.toml: signature does not match any trusted key"},
       signed_case(
           "signature truncated", [](Env& e) { truncate_to(sig(e), 20); }, 4,
-          "bundle.toml"),
+          "bundle.toml.sig: is 20 bytes"),
       signed_case(
           "signature of a different bundle.toml",
           [](Env& e) {
