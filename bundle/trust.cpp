@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,10 +18,17 @@ constexpr std::size_t kMaxKeyBytes = 64 * 1024;
 // named it directly), capped, without following a final link.
 Result<std::string> read_key_file(const std::string& path,
                                   const std::string& flag) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO blocks until a writer comes; it is refused
+  // below with every other non-regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return usage_error(flag + ": cannot read '" + path +
                        "': " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return usage_error(flag + ": '" + path + "' is not a regular file");
+  }
   std::string data;
   char buf[4096];
   while (true) {

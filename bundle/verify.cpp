@@ -29,7 +29,8 @@ namespace {
 constexpr const char* kManifestName = "bundle.toml";
 constexpr const char* kSignatureName = "bundle.toml.sig";
 constexpr std::size_t kMaxSignatureBytes = 4096;  // Ed25519: 64 bytes
-constexpr std::size_t kReadBlock = 4u << 20;      // per pread, per thread
+constexpr std::size_t kEd25519SignatureBytes = 64;
+constexpr std::size_t kReadBlock = 4u << 20;  // per pread, per thread
 constexpr int kMaxDepth = 64;
 constexpr const char* kFix =
     "get a fresh copy of the bundle from its publisher; do not install from "
@@ -88,7 +89,9 @@ std::string hex(const unsigned char* md, unsigned len) {
 // following a link, refusing anything bigger than `cap`. nullopt: absent.
 Result<std::optional<std::string>> read_small(int dirfd, const char* name,
                                               std::size_t cap) {
-  Fd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO in its place would otherwise block the open forever;
+  // the fstat below refuses it.
+  Fd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd) {
     const int e = errno;
     if (e == ENOENT) return std::optional<std::string>();
@@ -319,6 +322,14 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
       return integrity(
           "bundle is not signed (no bundle.toml.sig), but a trusted key is "
           "configured");
+    // Said plainly: a cut-off signature is damage to the stick, not a
+    // bundle from someone else (both fail verification alike).
+    if ((*sig)->size() != kEd25519SignatureBytes)
+      return integrity(std::string(kSignatureName) + ": is " +
+                       std::to_string((*sig)->size()) +
+                       " bytes; an Ed25519 signature is " +
+                       std::to_string(kEd25519SignatureBytes) +
+                       " (truncated, or not a gpunode signature)");
     for (const std::string& key : options.trust_keys) {
       auto ok = signature_valid(key, **text, **sig);
       if (!ok) return ok.error();

@@ -72,7 +72,10 @@ std::string serialize_journal(const Journal& journal) {
                          {"finished_at", journal.last_run->finished_at},
                          {"exit_code", journal.last_run->exit_code}};
   }
-  return j.dump(2) + "\n";
+  // Messages quote what tools printed, which need not be UTF-8: replace
+  // bad bytes rather than throw (a throw here ended the run as "internal
+  // error").
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 Result<Journal> parse_journal(const std::string& text) {

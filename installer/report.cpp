@@ -10,6 +10,11 @@ namespace {
 
 using json = nlohmann::json;
 
+// Messages quote what tools and files held (nvidia-smi's output, a config
+// line), which need not be UTF-8: such bytes become U+FFFD instead of a
+// json::type_error that ended the run as an "internal error".
+constexpr auto kBadUtf8 = json::error_handler_t::replace;
+
 constexpr std::string_view kGreen = "\033[32m";
 constexpr std::string_view kYellow = "\033[33m";
 constexpr std::string_view kRed = "\033[1;31m";
@@ -83,7 +88,8 @@ void Reporter::stage_line(std::string_view stage, std::string_view word,
 }
 
 void Reporter::check(const Stage& stage, const Check& c) {
-  emit_json(stage_json(stage, c, check_status_name(c.status)).dump());
+  emit_json(stage_json(stage, c, check_status_name(c.status))
+                .dump(-1, ' ', false, kBadUtf8));
   if (c.status == CheckStatus::kBlocked) {
     err_ << paint(kRed, "[ERROR " + std::string(stage.name()) + "]") << ' '
          << c.summary << '\n';
@@ -111,17 +117,17 @@ void Reporter::applying(const Stage& stage, const std::string& action) {
       {"event", "apply"},
       {"stage", std::string(stage.name())},
       {"action",
-       action}}.dump());
+       action}}.dump(-1, ' ', false, kBadUtf8));
   stage_line(stage.name(), "applying", kYellow, action);
 }
 
 void Reporter::applied(const Stage& stage, const Check& after) {
-  emit_json(stage_json(stage, after, "applied").dump());
+  emit_json(stage_json(stage, after, "applied").dump(-1, ' ', false, kBadUtf8));
   stage_line(stage.name(), "applied", kGreen, after.summary);
 }
 
 void Reporter::would_apply(const Stage& stage, const Check& c) {
-  emit_json(stage_json(stage, c, "would-apply").dump());
+  emit_json(stage_json(stage, c, "would-apply").dump(-1, ' ', false, kBadUtf8));
   stage_line(stage.name(), "would", kYellow,
              c.action + "  (" + c.summary + ")");
   if (details_) {
@@ -139,21 +145,21 @@ void Reporter::skipped(std::string_view stage, const std::string& why) {
       {"stage", std::string(stage)},
       {"status", "skipped"},
       {"summary",
-       why}}.dump());
+       why}}.dump(-1, ' ', false, kBadUtf8));
   stage_line(stage, "skipped", kDim, why);
 }
 
 void Reporter::history(std::string_view stage, const std::string& text) {
   emit_json(
       json{{"event", "history"}, {"stage", std::string(stage)}, {"text", text}}
-          .dump());
+          .dump(-1, ' ', false, kBadUtf8));
   err_ << paint(kDim, "               last run: " + text) << '\n';
 }
 
 void Reporter::warning(std::string_view layer, const std::string& text) {
   emit_json(json{
       {"event", "warning"}, {"layer", std::string(layer)}, {"message", text}}
-                .dump());
+                .dump(-1, ' ', false, kBadUtf8));
   err_ << paint(kYellow, "[WARN " + std::string(layer) + "]") << ' ' << text
        << '\n';
 }
@@ -161,7 +167,7 @@ void Reporter::warning(std::string_view layer, const std::string& text) {
 void Reporter::info(std::string_view layer, const std::string& text) {
   emit_json(
       json{{"event", "info"}, {"layer", std::string(layer)}, {"message", text}}
-          .dump());
+          .dump(-1, ' ', false, kBadUtf8));
   stage_line(layer, "", kDim, text);
 }
 
@@ -171,7 +177,7 @@ void Reporter::error(const Error& e) {
                  {"message", e.message},
                  {"fix", e.fix},
                  {"exit_code", static_cast<int>(e.exit)}}
-                .dump());
+                .dump(-1, ' ', false, kBadUtf8));
   err_ << paint(kRed, "[ERROR " + e.layer + "]") << ' ' << e.message << '\n';
   if (!e.fix.empty()) err_ << "  " << paint(kYellow, "fix: ") << e.fix << '\n';
 }
@@ -189,7 +195,7 @@ void Reporter::result(std::string_view command, ExitCode code,
       {"status", exit_status_word(code)},
       {"summary", summary},
       {"stages",
-       stages}}.dump());
+       stages}}.dump(-1, ' ', false, kBadUtf8));
   err_ << paint(code == ExitCode::kOk ? kGreen : kRed,
                 std::string(command) + ": " + exit_status_word(code))
        << (summary.empty() ? "" : " - " + summary) << '\n';

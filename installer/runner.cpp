@@ -230,8 +230,14 @@ class Run {
     }
     j.last_run = RunRecord{command_, iso8601_utc(host_.clock().now()), "", -1};
     if (!save()) {
-      return Error{
-          ExitCode::kCannotRun, "journal", "cannot write the journal", {}};
+      // save() named the cause; finish() must not try (and report) again.
+      j.last_run.reset();
+      const std::string path = journal_path(opts_.state_dir);
+      return Error{ExitCode::kCannotRun, "journal",
+                   "cannot write the journal " + path,
+                   "make " + path +
+                       " a writable file or remove it (it is history only; "
+                       "every run checks the host again)"};
     }
     return {};
   }

@@ -44,4 +44,8 @@ struct Options {
 
 const char* variant_name(Variant v);
 
+// A Kubernetes node name (RFC 1123 subdomain): lower-case letters, digits,
+// '-' and '.', at most 253 characters; so never "/" or "..".
+bool valid_node_name(const std::string& name);
+
 }  // namespace gpunode

@@ -13,6 +13,8 @@ namespace {
 // device plugin would advertise GPUs x replicas scheduling slots.
 constexpr int kMaxReplicas = 1024;
 
+}  // namespace
+
 bool valid_node_name(const std::string& n) {
   // Kubernetes node names are DNS subdomains (RFC 1123): this also keeps
   // "/" and ".." out of every URL path they end up in.
@@ -29,8 +31,6 @@ bool valid_node_name(const std::string& n) {
     return false;
   return n.find("..") == std::string::npos;
 }
-
-}  // namespace
 
 bool valid_driver_version(const std::string& v) {
   if (v.empty() || v.front() == '.' || v.back() == '.') return false;
@@ -244,13 +244,15 @@ Result<Options> validate_flags(const FlagValues& v) {
   }
   o.rename_shared = v.rename_shared;
 
-  if (!v.node.empty() && !valid_node_name(v.node)) {
+  // An explicit empty --node (e.g. --node "$NODE" with NODE unset) is an
+  // error, not a request to discover the name.
+  if (v.node && !valid_node_name(*v.node)) {
     return usage_error(
-        "--node: '" + v.node +
+        "--node: '" + *v.node +
         "' is not a valid Kubernetes node name (lower-case letters, digits, "
         "'-' and '.', at most 253 characters)");
   }
-  o.node = v.node;
+  o.node = v.node.value_or("");
   if (v.kubeconfig.empty())
     return usage_error("--kubeconfig: must not be empty");
   o.kubeconfig = v.kubeconfig;

@@ -18,7 +18,7 @@ struct FlagValues {
   std::string variant = "default";
   std::optional<int> replicas;
   bool rename_shared = false;
-  std::string node;
+  std::optional<std::string> node;  // set but empty is an error
   std::string kubeconfig = "/etc/rancher/k3s/k3s.yaml";
   std::string timeout = "10m";
   std::vector<std::string> only;

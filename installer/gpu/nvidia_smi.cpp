@@ -56,7 +56,17 @@ std::optional<GpuInfo::Mig> parse_mig(std::string_view s) {
 
 Error malformed(std::size_t line_no, std::string_view line,
                 const std::string& why) {
-  std::string quoted(line.substr(0, 200));
+  // What nvidia-smi printed is quoted for a terminal and for --json: bytes
+  // that are not printable ASCII are shown as \xNN.
+  std::string quoted;
+  for (unsigned char c : line.substr(0, 200)) {
+    if (c >= 0x20 && c < 0x7f) {
+      quoted += static_cast<char>(c);
+    } else {
+      static const char* hex = "0123456789abcdef";
+      quoted += {'\\', 'x', hex[c >> 4], hex[c & 15]};
+    }
+  }
   return Error{ExitCode::kUsage,
                "driver",
                "nvidia-smi --query-gpu output line " + std::to_string(line_no) +

@@ -114,22 +114,34 @@ class RootedFileSystem : public FileSystem {
   Result<std::string> read_file(const std::string& host_path,
                                 std::size_t max_bytes) const override {
     const std::string real = resolve(host_path);
-    int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO for reading blocks until a writer comes, so
+    // a FIFO where a config file should be would hang the run. It is refused
+    // below like any other non-regular file.
+    int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
-      return Error{ExitCode::kUsage,
-                   "file",
-                   "cannot read " + host_path + ": " + errno_text(errno),
-                   {}};
+      const int e = errno;
+      // Permissions are the one failure that running as root cures.
+      return Error{
+          e == EACCES || e == EPERM ? ExitCode::kCannotRun : ExitCode::kUsage,
+          "file",
+          "cannot read " + host_path + ": " + errno_text(e),
+          {}};
     }
     std::unique_ptr<int, void (*)(int*)> guard(&fd,
                                                [](int* f) { ::close(*f); });
     struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (::fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+      const char* kind = S_ISDIR(st.st_mode)    ? "it is a directory"
+                         : S_ISFIFO(st.st_mode) ? "it is a FIFO, not a file"
+                         : S_ISSOCK(st.st_mode) ? "it is a socket, not a file"
+                                                : "it is not a regular file";
       return Error{ExitCode::kUsage,
                    "file",
-                   "cannot read " + host_path + ": it is a directory",
+                   "cannot read " + host_path + ": " + kind,
                    {}};
     }
+    // Back to blocking reads (a regular file never blocks, but be plain).
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     std::string data;
     char buf[65536];
     for (;;) {

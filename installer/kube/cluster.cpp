@@ -34,10 +34,25 @@ Result<std::string> node_name(Context& ctx) {
           "fix the YAML in " + config_path + " (k3s reads it too)"};
     }
   }
-  if (name.empty()) name = ctx.host.hostname();
+  std::string source = ctx.opts.node.empty() ? config_path : "--node";
+  if (name.empty()) {
+    name = ctx.host.hostname();
+    source = "the host name";
+  }
   // k3s lower-cases the host name for the node name.
   for (auto& c : name)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // The name goes into API paths (/api/v1/nodes/NAME): "../x" from a
+  // config.yaml would address another resource.
+  if (!valid_node_name(name)) {
+    return Error{ExitCode::kUsage, "cluster",
+                 source + ": '" + name +
+                     "' is not a valid Kubernetes node name (lower-case "
+                     "letters, digits, '-' and '.', at most 253 characters)",
+                 "set node-name in " + config_path +
+                     " to the name k3s registered this node as, or pass "
+                     "--node NAME"};
+  }
   ctx.facts.node = name;
   return name;
 }

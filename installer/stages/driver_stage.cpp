@@ -125,10 +125,16 @@ class DriverStage : public Stage {
     }
     auto proc_text = ctx.host.fs().read_file(kProcDriverVersion, kProcMaxBytes);
     if (!proc_text) {
+      // Only a permission problem is cured by root; a directory or FIFO
+      // there is no procfs file at all (a broken --root tree).
+      const bool perms = proc_text.error().exit == ExitCode::kCannotRun;
       return blocked(
           "driver.module-unreadable",
           "the NVIDIA kernel module is loaded but " + proc_text.error().message,
-          "run gpunode as root", ExitCode::kCannotRun);
+          perms ? "run gpunode as root"
+                : std::string("check ") + kProcDriverVersion +
+                      " (the kernel's file; with --root, the host tree)",
+          perms ? ExitCode::kCannotRun : ExitCode::kUsage);
     }
     std::vector<std::string> details, warnings;
     std::string module_version;

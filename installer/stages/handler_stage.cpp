@@ -291,12 +291,18 @@ Check evaluate(Context& ctx, Env& env) {
             "container toolkit first, since k3s looks for it only then)");
   }
   auto text = fs.read_file(config_path(), kMaxContainerdConfigBytes);
-  if (!text) {
+  if (!text && text.error().exit == ExitCode::kCannotRun) {
     return blocked(
         "handler.config-unreadable", text.error().message,
         "run gpunode as root (sudo): k3s writes config.toml readable "
         "by root only",
         ExitCode::kCannotRun);
+  }
+  if (!text) {  // a directory or a FIFO where the file belongs
+    return blocked(
+        "handler.config-unreadable", text.error().message,
+        "remove it; " + env.systemctl("restart") + " renders config.toml again",
+        ExitCode::kUsage);
   }
   auto config = parse_containerd_config(*text, config_path());
   if (!config) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "gpunode/image_archive.hpp"
+#include "kube/cluster.hpp"
 #include "stages/bundle_facts.hpp"
 #include "stages/stages.hpp"
 
@@ -45,11 +47,31 @@ class PreflightStage : public Stage {
                      "(INSTALL_K3S_SKIP_DOWNLOAD=true "
                      "./install.sh), then run gpunode again");
     }
+    // The node name is read now, not when the allocatable stage needs it:
+    // a bad one must stop the run before the layers below change anything.
+    if (auto node = node_name(ctx); !node) {
+      return blocked("preflight.node-name", node.error().message,
+                     node.error().fix, node.error().exit);
+    }
     // The bundle is checked before anything is taken from it.
     auto bundle = verified_bundle(ctx);
     if (!bundle) {
       return blocked("preflight.bundle", bundle.error().message,
                      bundle.error().fix, bundle.error().exit);
+    }
+    // --image-archive is verified whole here too (every blob hashed, names,
+    // links, platform), not only by the image stage: that stage comes after
+    // runtimeclass, which would already have changed the cluster for an
+    // archive that is then refused. The image stage verifies again before
+    // importing (the file may change in between); for the ~200 MB device
+    // plugin archive the second pass costs a fraction of a second.
+    if (ctx.opts.image_archive) {
+      auto archive = verify_image_archive(*ctx.opts.image_archive,
+                                          ctx.opts.image_ref, host_platform());
+      if (!archive) {
+        return blocked("preflight.image-archive", archive.error().message,
+                       archive.error().fix, archive.error().exit);
+      }
     }
     // containerd keeps each image twice (its blobs, and the unpacked
     // snapshot); an import that runs out of disk half-way helps no one.

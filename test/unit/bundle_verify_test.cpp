@@ -241,6 +241,13 @@ TEST_CASE("an unsigned bundle is refused when a key is trusted", "[bundle]") {
   expect_refused(b, b.trusting(), {"bundle is not signed"});
 }
 
+TEST_CASE("a truncated signature is named as such", "[bundle]") {
+  Bundle b;
+  std::filesystem::resize_file(b.dir + "/bundle.toml.sig", 20);
+  expect_refused(b, b.trusting(),
+                 {"bundle.toml.sig: is 20 bytes; an Ed25519 signature is 64"});
+}
+
 TEST_CASE("without trust keys the report says the bundle is not vouched for",
           "[bundle]") {
   Bundle b;

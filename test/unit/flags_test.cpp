@@ -100,6 +100,10 @@ TEST_CASE("each bad flag value is refused naming the flag", "[flags]") {
     v.node = "a..b";
     expect_usage(v, "--node");
   }
+  SECTION("node given but empty (--node \"$NODE\" with NODE unset)") {
+    v.node = "";
+    expect_usage(v, "--node");
+  }
   SECTION("node in capitals") {
     v.node = "GPU1";
     expect_usage(v, "--node");

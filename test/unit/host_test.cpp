@@ -126,3 +126,20 @@ TEST_CASE("standard input can be streamed to a program", "[host]") {
   REQUIRE(failed.input_error);
   CHECK(failed.input_error->message == "USB stick pulled");
 }
+
+TEST_CASE("reading a FIFO or a directory fails at once, as invalid input",
+          "[host]") {
+  // Opening a FIFO for reading blocks until a writer comes: a FIFO where a
+  // config file belongs used to hang the whole run here.
+  TempDir t;
+  auto fs = make_rooted_file_system(t.path());
+  write_text(t.path() + "/etc/.keep", "");
+  REQUIRE(::mkfifo((t.path() + "/etc/fifo").c_str(), 0644) == 0);
+  auto fifo = fs->read_file("/etc/fifo", 1000);
+  REQUIRE_FALSE(fifo);
+  CHECK_THAT(fifo.error().message, Catch::Contains("/etc/fifo: it is a FIFO"));
+  CHECK(fifo.error().exit == ExitCode::kUsage);
+  auto dir = fs->read_file("/etc", 1000);
+  REQUIRE_FALSE(dir);
+  CHECK(dir.error().exit == ExitCode::kUsage);
+}

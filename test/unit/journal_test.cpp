@@ -79,3 +79,19 @@ TEST_CASE("sha256_hex matches the known digest of 'abc'", "[journal]") {
   CHECK(sha256_hex("abc") ==
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
+
+TEST_CASE("a journal message with bytes that are not UTF-8 is saved",
+          "[journal]") {
+  // Stage messages quote what tools printed (nvidia-smi's garbage): saving
+  // them used to throw json::type_error and end the run as "internal error".
+  TempDir dir;
+  auto fs = make_rooted_file_system(dir.path());
+  Journal j;
+  j.stages["driver"] = {"blocked", "abc", "2026-11-29T10:00:00Z",
+                        "2026-11-29T10:00:01Z", "line 1: '\xff\xfe\x01'"};
+  REQUIRE(save_journal(*fs, "/var/lib/gpunode", j));
+  LoadedJournal loaded = load_journal(*fs, "/var/lib/gpunode");
+  CHECK_FALSE(loaded.warning);
+  CHECK_THAT(loaded.journal.stages.at("driver").message,
+             Catch::StartsWith("line 1: '"));
+}

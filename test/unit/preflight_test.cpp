@@ -1,7 +1,10 @@
 // preflight: k3s present, the bundle verified, and room for the images.
 #include <catch2/catch.hpp>
 
+#include "gpunode/image_archive.hpp"
+#include "gpunode/images_lock.hpp"
 #include "gpunode/system_host.hpp"
+#include "oci_builder.hpp"
 #include "stages/stages.hpp"
 #include "test_support.hpp"
 
@@ -46,18 +49,31 @@ class SizedDisk : public FileSystem {
   std::uint64_t free_;
 };
 
-Check preflight(std::uint64_t free, bool with_archive) {
+// `damage` makes the archive (about 4 MiB: one 4 MiB layer) bad; `node_name`
+// replaces the node-name in k3s's config.yaml.
+Check preflight(std::uint64_t free, bool with_archive,
+                test::Damage damage = test::Damage::kNone,
+                const std::string& node_name = "") {
   test::TempDir dir;
   const std::string root = dir.path() + "/node";
   test::make_host_tree(root, "good-v3");
+  if (!node_name.empty()) {
+    test::write_text(root + "/etc/rancher/k3s/config.yaml",
+                     "node-name: " + node_name + "\n");
+  }
   const std::string archive = dir.path() + "/dp.tar";
-  test::write_text(archive, std::string(4 * 1024 * 1024, 'x'));
+  test::ImageSpec spec;
+  spec.platforms = {host_platform()};
+  spec.layer_bytes = 4 * 1024 * 1024;
+  test::build_image(archive, spec, test::ArchiveFormat::kOciLayout,
+                    test::Compression::kNone, damage);
   SizedDisk fs(make_rooted_file_system(root), free);
   auto proc = make_posix_process_runner();
   test::FakeClock clock;
   ComposedHost host(fs, *proc, clock, 0, "gpu-node-1");
   Options opts;
   opts.root = root;
+  opts.image_ref = locked_device_plugin_image().ref;
   if (with_archive) opts.image_archive = archive;
   Context ctx{host, opts, {}, clock.steady_now() + std::chrono::minutes(1)};
   return make_preflight_stage()->check(ctx);
@@ -84,4 +100,28 @@ TEST_CASE("the real file system reports free bytes for a path not created yet",
   auto free = fs->free_bytes("/var/lib/rancher/k3s/agent/containerd");
   REQUIRE(free);
   CHECK(*free > 0);
+}
+
+TEST_CASE(
+    "preflight refuses a bad --image-archive and a bad node name before any "
+    "layer changes",
+    "[preflight]") {
+  // Both used to be found only by later stages (image, allocatable), after
+  // runtimeclass had already changed the cluster.
+  const std::uint64_t plenty = 1ULL << 40;
+  Check corrupt = preflight(plenty, true, test::Damage::kCorruptLayer);
+  CHECK(corrupt.status == CheckStatus::kBlocked);
+  CHECK(corrupt.code == "preflight.image-archive");
+  CHECK(corrupt.exit == ExitCode::kIntegrity);
+  CHECK_THAT(corrupt.summary, Catch::Contains("is corrupt"));
+  Check traversal = preflight(plenty, true, test::Damage::kPathTraversal);
+  CHECK(traversal.exit == ExitCode::kUsage);
+
+  Check node = preflight(plenty, false, test::Damage::kNone, "../x");
+  CHECK(node.status == CheckStatus::kBlocked);
+  CHECK(node.code == "preflight.node-name");
+  CHECK(node.exit == ExitCode::kUsage);
+  CHECK_THAT(node.summary,
+             Catch::Contains("/etc/rancher/k3s/config.yaml: '../x' is not a "
+                             "valid Kubernetes node name"));
 }
