@@ -11,6 +11,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -110,16 +111,25 @@ bool is_blob_name(const std::string& name, std::string* hex_out) {
   return true;
 }
 
-// Reads the archive once. `want_data(name)` says whether an entry's content
-// is needed; with hashing on, every regular entry is read and hashed.
+// Reads the archive once: the file at `path`, or `bytes` when given (then
+// `path` only names it in messages). `want_data(name)` says whether an
+// entry's content is needed; with hashing on, every regular entry is read
+// and hashed.
 Result<Scan> scan_archive(
-    const std::string& path, bool hash_all,
+    const std::string& path, const std::string_view* bytes, bool hash_all,
     const std::function<bool(const std::string&)>& want_data) {
   ArchivePtr a(archive_read_new());
   archive_read_support_filter_all(a.get());
   archive_read_support_format_tar(a.get());
-  if (archive_read_open_filename(a.get(), path.c_str(), kBlockBytes) !=
-      ARCHIVE_OK) {
+  if (bytes != nullptr) {
+    if (archive_read_open_memory(a.get(), bytes->data(), bytes->size()) !=
+        ARCHIVE_OK) {
+      const char* why = archive_error_string(a.get());
+      return malformed(path, std::string("not a tar archive (") +
+                                 (why ? why : "unrecognised") + ")");
+    }
+  } else if (archive_read_open_filename(a.get(), path.c_str(), kBlockBytes) !=
+             ARCHIVE_OK) {
     const char* why = archive_error_string(a.get());
     // libarchive reads the first block to recognise the format while
     // opening: a file we can open but libarchive cannot read is not a tar.
@@ -136,7 +146,11 @@ Result<Scan> scan_archive(
   }
   Scan scan;
   std::unique_ptr<EVP_MD_CTX, MdDeleter> md(EVP_MD_CTX_new());
-  std::vector<char> buf(kBlockBytes);
+  // An archive in memory needs no buffer larger than itself (the fuzz
+  // target reads thousands of small ones a second).
+  std::vector<char> buf(bytes != nullptr
+                            ? std::min(kBlockBytes, bytes->size() + 1)
+                            : kBlockBytes);
   for (;;) {
     archive_entry* e = nullptr;
     int rc = archive_read_next_header(a.get(), &e);
@@ -251,15 +265,23 @@ std::optional<json> parse_json(const Entry& e) {
   return j;
 }
 
+// The string under `key` of a JSON object, else "". The documents come from
+// the archive, so any field may have any type; nlohmann's value() throws on
+// a wrong one, and an exception is no way to report a malformed archive.
+std::string string_field(const json& j, const char* key) {
+  if (!j.is_object()) return "";
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 std::string platform_of(const json& p) {
-  std::string s = p.value("os", "") + "/" + p.value("architecture", "");
-  return s;
+  return string_field(p, "os") + "/" + string_field(p, "architecture");
 }
 
 class OciWalk {
  public:
-  OciWalk(const std::string& path, const Scan& scan, bool verified)
-      : path_(path), scan_(scan), verified_(verified) {}
+  OciWalk(const std::string& path, const Scan& scan)
+      : path_(path), scan_(scan) {}
 
   const Entry* blob(const std::string& digest) const {
     if (digest.rfind("sha256:", 0) != 0) return nullptr;
@@ -269,7 +291,7 @@ class OciWalk {
 
   // Checks a descriptor's blob is present with its size; returns it.
   Result<const Entry*> require(const json& desc, const std::string& what) {
-    const std::string digest = desc.value("digest", "");
+    const std::string digest = string_field(desc, "digest");
     const Entry* e = blob(digest);
     if (e == nullptr) {
       return damaged(path_, what + " " + digest +
@@ -290,11 +312,11 @@ class OciWalk {
   Result<void> walk(const json& desc, const std::string& platform,
                     std::string platform_hint, int depth) {
     if (depth > 4) return malformed(path_, "image indexes nest too deeply");
-    const std::string media = desc.value("mediaType", "");
+    const std::string media = string_field(desc, "mediaType");
     if (desc.contains("platform") && desc["platform"].is_object()) {
       platform_hint = platform_of(desc["platform"]);
     }
-    const Entry* e = blob(desc.value("digest", ""));
+    const Entry* e = blob(string_field(desc, "digest"));
     if (e == nullptr && !platform_hint.empty() && platform_hint != platform) {
       // Single-platform exports (`ctr images export`) list every platform in
       // the index but carry only one; that is fine for the others.
@@ -308,7 +330,7 @@ class OciWalk {
     if (!present) return present.error();
     auto doc = parse_json(**present);
     if (!doc)
-      return malformed(path_, "blob " + desc.value("digest", "") +
+      return malformed(path_, "blob " + string_field(desc, "digest") +
                                   " is not a JSON document");
     if (doc->contains("manifests")) {
       if (!(*doc)["manifests"].is_array())
@@ -321,7 +343,7 @@ class OciWalk {
     // A manifest: its config says the platform when the index did not.
     if (!doc->contains("config") || !(*doc)["config"].is_object()) {
       return malformed(
-          path_, "manifest " + desc.value("digest", "") + " has no config");
+          path_, "manifest " + string_field(desc, "digest") + " has no config");
     }
     auto config = require((*doc)["config"], "config");
     if (!config) return config.error();
@@ -348,7 +370,6 @@ class OciWalk {
  private:
   const std::string& path_;
   const Scan& scan_;
-  bool verified_;
   std::set<std::string> platforms_;
   bool found_platform_ = false;
 };
@@ -395,9 +416,9 @@ Result<ImageArchiveInfo> read_oci(const std::string& path, const Scan& scan,
                                " (it names: " + names_list(names) + ")");
   }
   info.ref = expected_ref;
-  info.target_digest = chosen->value("digest", "");
+  info.target_digest = string_field(*chosen, "digest");
   if (platform != nullptr) {
-    OciWalk walk(path, scan, true);
+    OciWalk walk(path, scan);
     if (auto r = walk.walk(*chosen, *platform, "", 0); !r) return r.error();
     info.platforms = walk.platforms();
     if (!walk.found_platform()) {
@@ -439,7 +460,7 @@ Result<ImageArchiveInfo> read_docker(const std::string& path, const Scan& scan,
   info.format = ImageArchiveInfo::Format::kDockerArchive;
   info.ref = expected_ref;
   info.name_in_archive = expected_ref;
-  const std::string config_name = chosen->value("Config", "");
+  const std::string config_name = string_field(*chosen, "Config");
   auto config_it = scan.entries.find(config_name);
   if (config_it == scan.entries.end()) {
     return damaged(path, "config " + config_name +
@@ -469,7 +490,10 @@ Result<ImageArchiveInfo> read_docker(const std::string& path, const Scan& scan,
                                *platform + " (it has: " + p + ")");
   }
   const json layers = chosen->value("Layers", json::array());
-  const json diff_ids = (*config)["rootfs"].value("diff_ids", json::array());
+  const auto rootfs = config->find("rootfs");
+  const json diff_ids = rootfs != config->end() && rootfs->is_object()
+                            ? rootfs->value("diff_ids", json::array())
+                            : json::array();
   if (!layers.is_array() || !diff_ids.is_array() ||
       layers.size() != diff_ids.size()) {
     return malformed(
@@ -495,12 +519,13 @@ Result<ImageArchiveInfo> read_docker(const std::string& path, const Scan& scan,
 }
 
 Result<ImageArchiveInfo> read_archive(const std::string& path,
+                                      const std::string_view* bytes,
                                       const std::string& expected_ref,
                                       const std::string* platform) {
   const bool verify = platform != nullptr;
   // With verification every entry is read anyway; keep the small ones
   // (manifests and configs are blobs too). Peeking keeps only the metadata.
-  auto scan = scan_archive(path, verify, [&](const std::string& name) {
+  auto scan = scan_archive(path, bytes, verify, [&](const std::string& name) {
     return is_metadata(name) || (verify && name.rfind("blobs/", 0) == 0) ||
            (verify && name.size() > 5 &&
             name.compare(name.size() - 5, 5, ".json") == 0);
@@ -538,13 +563,25 @@ std::string host_platform() {
 
 Result<ImageArchiveInfo> peek_image_archive(const std::string& path,
                                             const std::string& expected_ref) {
-  return read_archive(path, expected_ref, nullptr);
+  return read_archive(path, nullptr, expected_ref, nullptr);
 }
 
 Result<ImageArchiveInfo> verify_image_archive(const std::string& path,
                                               const std::string& expected_ref,
                                               const std::string& platform) {
-  return read_archive(path, expected_ref, &platform);
+  return read_archive(path, nullptr, expected_ref, &platform);
+}
+
+Result<ImageArchiveInfo> peek_image_archive_bytes(
+    std::string_view bytes, const std::string& name,
+    const std::string& expected_ref) {
+  return read_archive(name, &bytes, expected_ref, nullptr);
+}
+
+Result<ImageArchiveInfo> verify_image_archive_bytes(
+    std::string_view bytes, const std::string& name,
+    const std::string& expected_ref, const std::string& platform) {
+  return read_archive(name, &bytes, expected_ref, &platform);
 }
 
 struct DecompressedStream::Impl {

@@ -33,6 +33,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# scripts/test-sanitize.sh and scripts/fuzz.sh need the packages, not build/.
+[ "${GPUNODE_SETUP_PACKAGES_ONLY:-0}" = 1 ] && exit 0
+
 # Two cores and 24 GiB: two jobs are the sweet spot.
 jobs=${GPUNODE_BUILD_JOBS:-$(nproc)}
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNODE_WERROR=ON >/dev/null

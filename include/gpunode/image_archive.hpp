@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpunode/result.hpp"
@@ -45,6 +46,15 @@ Result<ImageArchiveInfo> peek_image_archive(const std::string& path,
 Result<ImageArchiveInfo> verify_image_archive(const std::string& path,
                                               const std::string& expected_ref,
                                               const std::string& platform);
+
+// The same two over an archive already in memory (tests and fuzzing: nothing
+// touches the disk); `name` stands for the path in messages.
+Result<ImageArchiveInfo> peek_image_archive_bytes(
+    std::string_view bytes, const std::string& name,
+    const std::string& expected_ref);
+Result<ImageArchiveInfo> verify_image_archive_bytes(
+    std::string_view bytes, const std::string& name,
+    const std::string& expected_ref, const std::string& platform);
 
 // The decompressed tar stream of a (possibly compressed) archive, a chunk
 // at a time, for `ctr images import -`. An empty chunk is the end.

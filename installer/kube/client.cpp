@@ -445,10 +445,19 @@ Result<void> HttpClient::watch(
         if (listed.error().exit == ExitCode::kTimeout) return timed_out();
         return listed.error();
       }
+      // A list is an object; anything else (a bare number, an array) is
+      // not an answer to build a watch on, and indexing it would throw.
+      if (!listed->is_object()) {
+        return Error{ExitCode::kBlocked, "cluster",
+                     what + ": the API server's answer is not a list: " +
+                         one_line(listed->dump(), 120),
+                     "check that " + endpoint_.server + " (from " +
+                         endpoint_.source + ") is a Kubernetes API server"};
+      }
       rv = resource_version(*listed);
-      const json& items = (*listed)["items"];
-      if (items.is_array()) {
-        for (const auto& item : items) {
+      const auto items = listed->find("items");
+      if (items != listed->end() && items->is_array()) {
+        for (const auto& item : *items) {
           if (on_event("ADDED", item) == WatchStep::kDone) return {};
         }
       }

@@ -553,6 +553,32 @@ TEST_CASE("watch: HTTP 410 on the watch request relists too", "[kube]") {
   CHECK(h.sent.size() == 4);
 }
 
+TEST_CASE("watch: a list answer that is not an object is an error, not a throw",
+          "[kube]") {
+  // Found by test/fuzz/watch_events_fuzz: nlohmann stops parsing at a NUL,
+  // so this body parses as the number 9, which used to be indexed as an
+  // object ("items") and throw type_error.305 out of watch().
+  const std::string fuzzed("9\0\0\0\xbf\xbf\xbf\xbf\xbf\xbf\xbf:\"D", 14);
+  for (const std::string& body :
+       {fuzzed, std::string("[]"), std::string("\"NodeList\"")}) {
+    INFO(body);
+    Harness h;
+    h.script = {{response(200, body), {}, {}}};
+    Result<void> r;
+    REQUIRE_NOTHROW(r = h.client->watch(
+                        "/api/v1/nodes", "metadata.name=n",
+                        [](const std::string&, const json&) {
+                          return WatchStep::kContinue;
+                        },
+                        h.in(seconds(30))));
+    REQUIRE_FALSE(r);
+    CHECK(r.error().exit == ExitCode::kBlocked);
+    CHECK_THAT(r.error().message,
+               Catch::Contains("the API server's answer is not a list"));
+    CHECK(h.sent.size() == 1);
+  }
+}
+
 TEST_CASE("watch: the deadline ends it as a timeout", "[kube]") {
   Harness h;
   const auto deadline = h.in(seconds(10));

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds everything with ASan+UBSan into ./build-asan and runs the whole ctest
+# suite there (unit, e2e, gpu). The e2e tests spawn the sanitized gpunode
+# binary; its reports must fail the run even when a test only looks at the
+# exit code, so every report also goes to a log file, and any log file left
+# at the end fails this script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GPUNODE_SETUP_PACKAGES_ONLY=1 bash scripts/setup.sh
+
+jobs=${GPUNODE_BUILD_JOBS:-$(nproc)}
+# -O1 -g1: readable stacks, and a build that fits two shared cores.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DGPUNODE_SANITIZE=ON >/dev/null
+ninja -C build-asan -j "$jobs"
+
+logs="$PWD/build-asan/sanitizer-logs"
+rm -rf "$logs"
+mkdir -p "$logs"
+# exitcode 86: a distinct status, so a test expecting a failure exit (1..5)
+# does not pass by accident. Children inherit these (test_support passes the
+# environment on), so the spawned gpunode reports the same way.
+export ASAN_OPTIONS="halt_on_error=1:exitcode=86:detect_leaks=1:detect_stack_use_after_return=1:log_path=$logs/asan"
+export UBSAN_OPTIONS="halt_on_error=1:exitcode=86:print_stacktrace=1:log_path=$logs/ubsan"
+export LSAN_OPTIONS="exitcode=86"
+
+status=0
+(cd build-asan && ctest --output-on-failure --timeout 900 \
+  -j "${GPUNODE_TEST_JOBS:-2}" "$@") || status=$?
+
+if compgen -G "$logs/*" >/dev/null; then
+  echo "test-sanitize: sanitizer reports (also from spawned processes):" >&2
+  for f in "$logs"/*; do
+    echo "=== $f" >&2
+    cat "$f" >&2
+  done
+  status=1
+fi
+if [ "$status" -eq 0 ]; then
+  echo "test-sanitize: all tests passed under ASan+UBSan, no reports"
+fi
+exit "$status"

@@ -1,0 +1,163 @@
+// Image archives whose JSON documents have fields of the wrong type or
+// shape (found by test/fuzz/oci_archive_fuzz): each must be refused as a
+// malformed or damaged archive, never end in an exception. The archives are
+// built in memory and read with the *_bytes readers.
+#include <archive.h>
+#include <archive_entry.h>
+#include <openssl/evp.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpunode/image_archive.hpp"
+
+namespace gpunode {
+namespace {
+
+const std::string kRef = "nvcr.io/nvidia/k8s-device-plugin:v0.19.3";
+
+std::string hex_sha256(const std::string& s) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  EVP_Digest(s.data(), s.size(), md, &len, EVP_sha256(), nullptr);
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += digits[md[i] >> 4];
+    out += digits[md[i] & 15];
+  }
+  return out;
+}
+
+// A tar of the given (name, content) entries, in memory.
+std::string tar_of(
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  std::string buf(1 << 20, '\0');
+  std::size_t used = 0;
+  archive* a = archive_write_new();
+  archive_write_set_format_pax_restricted(a);
+  REQUIRE(archive_write_open_memory(a, buf.data(), buf.size(), &used) ==
+          ARCHIVE_OK);
+  for (const auto& [name, data] : files) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, name.c_str());
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, static_cast<la_int64_t>(data.size()));
+    REQUIRE(archive_write_header(a, e) == ARCHIVE_OK);
+    REQUIRE(archive_write_data(a, data.data(), data.size()) ==
+            static_cast<la_ssize_t>(data.size()));
+    archive_entry_free(e);
+  }
+  REQUIRE(archive_write_close(a) == ARCHIVE_OK);
+  archive_write_free(a);
+  buf.resize(used);
+  return buf;
+}
+
+TEST_CASE("a docker archive config without rootfs is malformed, not a throw",
+          "[image]") {
+  // The fuzzer's input: "rootfs" misspelt, so the config has none.
+  const std::string config =
+      R"({"architecture":"amd64","os":"linux","rootbs":{"type":"layers","diff_ids":["sha256:x"]}})";
+  const std::string layer = "layer tar";
+  const std::string config_name = "blobs/sha256/" + hex_sha256(config);
+  const std::string layer_name = "blobs/sha256/" + hex_sha256(layer);
+  const std::string manifest = R"([{"Config":")" + config_name +
+                               R"(","RepoTags":[")" + kRef +
+                               R"("],"Layers":[")" + layer_name + R"("]}])";
+  const std::string tar = tar_of({{"manifest.json", manifest},
+                                  {config_name, config},
+                                  {layer_name, layer}});
+  Result<ImageArchiveInfo> r = Error{};
+  REQUIRE_NOTHROW(
+      r = verify_image_archive_bytes(tar, "image.tar", kRef, "linux/amd64"));
+  REQUIRE_FALSE(r);
+  CHECK(r.error().exit == ExitCode::kUsage);
+  CHECK_THAT(r.error().message,
+             Catch::Contains("does not match the config's rootfs.diff_ids"));
+}
+
+TEST_CASE("wrong-typed descriptor fields are refused, not thrown", "[image]") {
+  const std::string layer = "layer";
+  const std::string config =
+      R"({"architecture":"amd64","os":"linux","rootfs":{"diff_ids":[]}})";
+  struct Case {
+    const char* name;
+    std::string index;
+    ExitCode exit;
+  };
+  const std::vector<Case> cases = {
+      {"digest is a number",
+       R"({"manifests":[{"digest":5,"annotations":{"io.containerd.image.name":")" +
+           kRef + R"("}}]})",
+       ExitCode::kIntegrity},
+      {"mediaType is an object",
+       R"({"manifests":[{"mediaType":{},"digest":"sha256:00","annotations":{"io.containerd.image.name":")" +
+           kRef + R"("}}]})",
+       ExitCode::kIntegrity},
+      {"platform os is a number",
+       R"({"manifests":[{"digest":"sha256:00","platform":{"os":1,"architecture":[]},"annotations":{"io.containerd.image.name":")" +
+           kRef + R"("}}]})",
+       ExitCode::kUsage},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      const std::string tar =
+          tar_of({{"oci-layout", R"({"imageLayoutVersion":"1.0.0"})"},
+                  {"index.json", c.index},
+                  {"blobs/sha256/" + hex_sha256(config), config},
+                  {"blobs/sha256/" + hex_sha256(layer), layer}});
+      Result<ImageArchiveInfo> r = Error{};
+      REQUIRE_NOTHROW(r = verify_image_archive_bytes(tar, "image.tar", kRef,
+                                                     "linux/amd64"));
+      REQUIRE_FALSE(r);
+      CHECK(r.error().exit == c.exit);
+      REQUIRE_NOTHROW(peek_image_archive_bytes(tar, "image.tar", kRef));
+    }
+  }
+}
+
+TEST_CASE("a docker archive whose Config is not a string is refused",
+          "[image]") {
+  const std::string tar = tar_of(
+      {{"manifest.json", R"([{"Config":7,"RepoTags":[")" + kRef + R"("]}])"}});
+  Result<ImageArchiveInfo> r = Error{};
+  REQUIRE_NOTHROW(r = peek_image_archive_bytes(tar, "image.tar", kRef));
+  REQUIRE_FALSE(r);
+  CHECK(r.error().exit == ExitCode::kIntegrity);
+  CHECK_THAT(r.error().message, Catch::Contains("is referenced but missing"));
+}
+
+TEST_CASE("an archive in memory reads like the same file", "[image]") {
+  const std::string layer = "layer bytes";
+  const std::string config =
+      R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":["sha256:)" +
+      hex_sha256(layer) + R"("]}})";
+  const std::string manifest =
+      R"({"schemaVersion":2,"config":{"digest":"sha256:)" + hex_sha256(config) +
+      R"(","size":)" + std::to_string(config.size()) +
+      R"(},"layers":[{"digest":"sha256:)" + hex_sha256(layer) + R"(","size":)" +
+      std::to_string(layer.size()) + "}]}";
+  const std::string index =
+      R"({"schemaVersion":2,"manifests":[{"digest":"sha256:)" +
+      hex_sha256(manifest) +
+      R"(","platform":{"os":"linux","architecture":"amd64"},"annotations":{"org.opencontainers.image.ref.name":"v0.19.3"}}]})";
+  const std::string tar =
+      tar_of({{"index.json", index},
+              {"blobs/sha256/" + hex_sha256(manifest), manifest},
+              {"blobs/sha256/" + hex_sha256(config), config},
+              {"blobs/sha256/" + hex_sha256(layer), layer}});
+  auto r = verify_image_archive_bytes(tar, "image.tar", kRef, "linux/amd64");
+  REQUIRE(r);
+  CHECK(r->target_digest == "sha256:" + hex_sha256(manifest));
+  CHECK(r->name_in_archive == "v0.19.3");
+  CHECK(r->platforms == std::vector<std::string>{"linux/amd64"});
+  CHECK(r->entries == 4);
+}
+
+}  // namespace
+}  // namespace gpunode
