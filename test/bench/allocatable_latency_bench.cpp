@@ -46,9 +46,14 @@ int main() {
       "PATH=" + std::string(GPUNODE_TEST_SIM) +
           "/bin:" + (path ? path : "/usr/bin:/bin"),
       "GPUNODE_SIM_ROOT=" + root};
-  const std::vector<std::string> install{GPUNODE_SHIPPED_BINARY, "install", "--root",
-                                         root,           "--skip",  "image",
-                                         "--timeout",    "60s"};
+  const std::vector<std::string> install{GPUNODE_SHIPPED_BINARY,
+                                         "install",
+                                         "--root",
+                                         root,
+                                         "--skip",
+                                         "image",
+                                         "--timeout",
+                                         "60s"};
   Run first = run_with_sim(install, env);
   if (first.exit_code != 0) {
     std::fprintf(stderr, "install failed:\n%s", first.err.c_str());
@@ -68,8 +73,8 @@ int main() {
     std::vector<double> exits(3, 0.0);
     std::vector<std::thread> waiters;
     waiters.emplace_back([&] {
-      Run r = run_with_sim({GPUNODE_SHIPPED_BINARY, "install", "--root", root, "--only",
-                            "allocatable", "--timeout", "60s"},
+      Run r = run_with_sim({GPUNODE_SHIPPED_BINARY, "install", "--root", root,
+                            "--only", "allocatable", "--timeout", "60s"},
                            env);
       exits[0] = r.exit_code == 0 ? now_unix() : -1;
     });

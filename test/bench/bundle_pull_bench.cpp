@@ -42,8 +42,9 @@ int main() {
   long ours_rss = 0, peer_rss = 0;
   for (int i = 0; i < rounds; ++i) {
     const std::string out = dir.path() + "/bundle-" + std::to_string(i);
-    Timed o = timed({GPUNODE_SHIPPED_BINARY, "bundle", "create", "--out", out, "--pull",
-                     ref, "--insecure-registry", "--platform", "linux/amd64"});
+    Timed o = timed({GPUNODE_SHIPPED_BINARY, "bundle", "create", "--out", out,
+                     "--pull", ref, "--insecure-registry", "--platform",
+                     "linux/amd64"});
     const std::string copy =
         dir.path() + "/skopeo-" + std::to_string(i) + ".tar";
     Timed s =
