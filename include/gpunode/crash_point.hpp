@@ -6,7 +6,8 @@
 // the environment, the Nth time (default 1st) the run passes point NAME it
 // dies with SIGKILL, as on a power cut; with GPUNODE_TEST_CRASH_SIGNAL=INT
 // or TERM it sends itself that signal instead and carries on, as if the
-// operator pressed Ctrl-C right there.
+// operator pressed Ctrl-C right there; with STOP it stops itself until a
+// SIGCONT, so a test can change the world at that point (pull the stick).
 #pragma once
 
 #include <sys/types.h>

@@ -31,6 +31,9 @@ const Target* target() {
     const std::string s = sig ? sig : "";
     if (s == "INT") t->signal = SIGINT;
     if (s == "TERM") t->signal = SIGTERM;
+    // STOP: the test changes the world while the run is frozen at the
+    // point (pulls the USB stick), then sends SIGCONT.
+    if (s == "STOP") t->signal = SIGSTOP;
     return t;
   }();
   return t;
