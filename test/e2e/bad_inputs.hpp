@@ -49,6 +49,12 @@ struct BadInput {
   std::string fragment;  // must appear in stderr or stdout
 };
 
+// The common shape: damage one input on a `scenario` host, then run install
+// with `args`.
+BadInput damaged(std::string name, std::string scenario,
+                 std::function<void(Env&)> damage, int exit_code,
+                 std::string fragment, std::vector<std::string> args = {});
+
 // Runs one case with Catch2 assertions (call it inside a DYNAMIC_SECTION).
 void run_bad_input(const BadInput& c);
 

@@ -114,15 +114,8 @@ TEST_CASE("bad inputs: flags", "[e2e][bad-inputs]") {
 TEST_CASE("bad inputs: kubeconfig", "[e2e][bad-inputs]") {
   auto with = [](std::string name, std::function<void(Env&)> damage, int code,
                  std::string fragment) {
-    return BadInput{std::move(name),
-                    "good-v3",
-                    kNone,
-                    [damage](Env& e) {
-                      damage(e);
-                      return e.install({});
-                    },
-                    code,
-                    std::move(fragment)};
+    return damaged(std::move(name), "good-v3", std::move(damage), code,
+                   std::move(fragment));
   };
   const std::vector<BadInput> cases = {
       with(
@@ -197,15 +190,8 @@ TEST_CASE("bad inputs: containerd config", "[e2e][bad-inputs]") {
   auto with = [](std::string name, std::string scenario,
                  std::function<void(Env&)> damage, int code,
                  std::string fragment) {
-    return BadInput{std::move(name),
-                    std::move(scenario),
-                    kNone,
-                    [damage](Env& e) {
-                      damage(e);
-                      return e.install({});
-                    },
-                    code,
-                    std::move(fragment)};
+    return damaged(std::move(name), std::move(scenario), std::move(damage),
+                   code, std::move(fragment));
   };
   const std::string nvidia_table =
       "runtimes.'nvidia']\n  runtime_type = \"io.containerd.runc.v2\"";
@@ -289,15 +275,8 @@ TEST_CASE("bad inputs: journal", "[e2e][bad-inputs]") {
   // journal. Only one it cannot replace stops the run.
   auto with = [](std::string name, std::function<void(Env&)> damage, int code,
                  std::string fragment) {
-    return BadInput{std::move(name),
-                    "good-v3",
-                    kNone,
-                    [damage](Env& e) {
-                      damage(e);
-                      return e.install(kHostOnly);
-                    },
-                    code,
-                    std::move(fragment)};
+    return damaged(std::move(name), "good-v3", std::move(damage), code,
+                   std::move(fragment), kHostOnly);
   };
   const std::vector<BadInput> cases = {
       with(

@@ -255,6 +255,20 @@ void run_bad_input(const BadInput& c) {
   }
 }
 
+BadInput damaged(std::string name, std::string scenario,
+                 std::function<void(Env&)> damage, int exit_code,
+                 std::string fragment, std::vector<std::string> args) {
+  return BadInput{std::move(name),
+                  std::move(scenario),
+                  kNone,
+                  [damage, args](Env& e) {
+                    damage(e);
+                    return e.install(args);
+                  },
+                  exit_code,
+                  std::move(fragment)};
+}
+
 void run_table(const std::string& area, const std::vector<BadInput>& cases) {
   for (const auto& c : cases) {
     DYNAMIC_SECTION(area << ": " << c.name) { run_bad_input(c); }

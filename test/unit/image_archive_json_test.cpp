@@ -13,24 +13,14 @@
 #include <vector>
 
 #include "gpunode/image_archive.hpp"
+#include "gpunode/journal.hpp"
 
 namespace gpunode {
 namespace {
 
 const std::string kRef = "nvcr.io/nvidia/k8s-device-plugin:v0.19.3";
 
-std::string hex_sha256(const std::string& s) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  EVP_Digest(s.data(), s.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += digits[md[i] >> 4];
-    out += digits[md[i] & 15];
-  }
-  return out;
-}
+std::string hex_sha256(const std::string& s) { return gpunode::sha256_hex(s); }
 
 // A tar of the given (name, content) entries, in memory.
 std::string tar_of(
