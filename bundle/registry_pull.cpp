@@ -14,14 +14,12 @@
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -35,7 +33,6 @@
 namespace gpunode::bundle {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char* kLayer = "registry";

@@ -17,20 +17,8 @@ targets=(containerd_config bundle_manifest nvidia_smi kubeconfig oci_archive
 # then clang and its fuzzer/sanitizer runtimes, likewise.
 GPUNODE_SETUP_PACKAGES_ONLY=1 bash scripts/setup.sh
 fuzz_packages=(clang libclang-rt-14-dev)
-missing=()
-for p in "${fuzz_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "fuzz: missing packages: ${missing[*]}; run this as root (apt-get install)" >&2
-    exit 1
-  fi
-  echo "fuzz: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+. scripts/lib/ensure-packages.sh
+ensure_packages fuzz "${fuzz_packages[@]}"
 
 jobs=${GPUNODE_BUILD_JOBS:-$(nproc)}
 # -O1: the usual trade between speed and readable sanitizer reports.

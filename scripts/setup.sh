@@ -18,20 +18,8 @@ build_packages=(g++ cmake ninja-build pkg-config
 # ships a current one; elsewhere Debian's own (kubernetes-client) stands in.
 command -v kubectl >/dev/null 2>&1 || build_packages+=(kubernetes-client)
 
-missing=()
-for p in "${build_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "setup: missing packages: ${missing[*]}; run this as root (apt-get install)" >&2
-    exit 1
-  fi
-  echo "setup: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+. scripts/lib/ensure-packages.sh
+ensure_packages setup "${build_packages[@]}"
 
 # scripts/test-sanitize.sh and scripts/fuzz.sh need the packages, not build/.
 [ "${GPUNODE_SETUP_PACKAGES_ONLY:-0}" = 1 ] && exit 0

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -301,9 +300,6 @@ void register_create(CLI::App* bundle, CommandIo& io) {
       if (!key) return fail(key.error());
       options.sign_key_pem = std::move(*key);
     }
-    // Refs are checked before anything is fetched.
-    for (const auto& ref : f->pulls)
-      if (auto p = bundle::parse_image_ref(ref); !p) return fail(p.error());
     // Pulls go straight into the bundle's images/ (create_bundle checks
     // --out and every ref first, so a mistake costs no download).
     for (const auto& ref : f->pulls) {

@@ -2,7 +2,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <map>
 #include <mutex>
 
 #include "gpunode/crash_point.hpp"

@@ -10,12 +10,11 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "containerd_fixture.hpp"
 #include "gpunode/bundle.hpp"
 #include "gpunode/journal.hpp"
-#include "k3s_sim.hpp"
 #include "oci_builder.hpp"
 #include "registry_fixture.hpp"
+#include "sim_gpu_node.hpp"
 #include "test_support.hpp"
 
 using namespace gpunode::test;
@@ -23,9 +22,6 @@ using namespace gpunode::test;
 namespace {
 
 constexpr const char* kRepoTag = "nvidia/k8s-device-plugin:v0.19.3";
-constexpr const char* kDaemonSet =
-    "/apis/apps/v1/namespaces/kube-system/daemonsets/"
-    "nvidia-device-plugin-daemonset";
 
 // A read-only bind mount of `source` at `target`, undone on scope exit.
 // Needs CAP_SYS_ADMIN (CI runs as root); without it the test says so.
@@ -122,43 +118,30 @@ TEST_CASE(
   const std::string stick = ro.mounted() ? media : bundle;
   const auto stick_before = snapshot_tree(bundle);
 
-  Containerd& ctd = Containerd::shared();
-  ctd.reset();
-  const std::string root = dir.path() + "/node";
-  make_host_tree(root, "good-v3");
-  SimOptions o;
-  o.root = root;
-  o.containerd_socket = ctd.socket();
-  o.plugin_start_ms = 50;
-  K3sSim sim(o);
-  const char* path = std::getenv("PATH");
-  const std::vector<std::string> env{
-      "PATH=" + ctd.bin_dir() + ":" + std::string(GPUNODE_TEST_SIM) +
-          "/bin:" + (path ? path : "/usr/bin:/bin"),
-      "GPUNODE_SIM_ROOT=" + root};
+  SimGpuNode node;
+  const std::string& root = node.root;
   const std::vector<std::string> install{
       "sh",  stick + "/install.sh", "--root",    root, "--timeout",
       "60s", "--trust-key",         key + ".pub"};
-  Run r = run_with_sim(install, env);
+  Run r = run_with_sim(install, node.env());
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(sim.object("/api/v1/nodes/gpu-node-1")["status"]["allocatable"]
-                                              ["nvidia.com/gpu"] == "1");
+  CHECK(node.allocatable() == "1");
   // The image containerd holds is the one the registry served.
-  const auto ls = ctd.ctr(
+  const auto ls = node.ctd.ctr(
       {"images", "ls", "name==nvcr.io/nvidia/k8s-device-plugin:v0.19.3"});
   CHECK_THAT(ls.out, Catch::Contains(built.index_digest));
   // The DaemonSet is the bundle's re-issued manifest.
-  CHECK(sim.object(
-            kDaemonSet)["metadata"]["labels"]["platform.example/release"] ==
+  CHECK(node.sim->object(
+            kDsPath)["metadata"]["labels"]["platform.example/release"] ==
         "2026.11");
 
   // A rerun from the stick converges without a single write.
-  sim.reset_stats();
-  Run again = run_with_sim(install, env);
+  node.sim->reset_stats();
+  Run again = run_with_sim(install, node.env());
   INFO(again.err);
   CHECK(again.exit_code == 0);
-  CHECK(sim.stats()["writes"] == 0);
+  CHECK(node.sim->stats()["writes"] == 0);
   CHECK(snapshot_tree(bundle) == stick_before);
-  ctd.reset();
+  node.ctd.reset();
 }

@@ -13,7 +13,6 @@
 // hashes resolve from the last document backwards.
 #include <archive.h>
 #include <archive_entry.h>
-#include <openssl/evp.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -24,21 +23,11 @@
 
 #include "fuzz_input.hpp"
 #include "gpunode/image_archive.hpp"
+#include "gpunode/journal.hpp"
 
 namespace {
 
-std::string sha256_hex(const std::string& s) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  EVP_Digest(s.data(), s.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += digits[md[i] >> 4];
-    out += digits[md[i] & 15];
-  }
-  return out;
-}
+using gpunode::sha256_hex;
 
 // Replaces the placeholders that name documents after `self`.
 std::string resolve(const std::string& doc, std::size_t self,
