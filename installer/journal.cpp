@@ -121,6 +121,12 @@ Result<Journal> parse_journal(const std::string& text) {
 
 LoadedJournal load_journal(const FileSystem& fs, const std::string& state_dir) {
   const std::string path = journal_path(state_dir);
+  // Never read through a link: the next save replaces the link itself.
+  if (fs.is_symlink(path)) {
+    return {Journal{}, "journal " + path +
+                           " is a symbolic link: ignored, and replaced by a "
+                           "file at the next write; starting without history"};
+  }
   if (!fs.stat(path)) return {};
   auto text = fs.read_file(path, kMaxJournalBytes);
   if (!text)

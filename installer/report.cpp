@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "gpunode/terminal_text.hpp"
+
 namespace gpunode {
 namespace {
 
@@ -84,7 +86,7 @@ void Reporter::stage_line(std::string_view stage, std::string_view word,
   if (tag.size() < 15) tag.resize(15, ' ');
   std::string w(word);
   if (w.size() < 10) w.resize(10, ' ');
-  err_ << tag << paint(color, w) << text << '\n';
+  err_ << terminal_safe(tag) << paint(color, w) << terminal_safe(text) << '\n';
 }
 
 void Reporter::check(const Stage& stage, const Check& c) {
@@ -92,12 +94,12 @@ void Reporter::check(const Stage& stage, const Check& c) {
                 .dump(-1, ' ', false, kBadUtf8));
   if (c.status == CheckStatus::kBlocked) {
     err_ << paint(kRed, "[ERROR " + std::string(stage.name()) + "]") << ' '
-         << c.summary << '\n';
-    for (const auto& d : c.details) err_ << "    " << d << '\n';
+         << terminal_safe(c.summary) << '\n';
+    for (const auto& d : c.details) err_ << "    " << terminal_safe(d) << '\n';
     for (const auto& w : c.warnings)
-      err_ << "    " << paint(kYellow, "warning: ") << w << '\n';
+      err_ << "    " << paint(kYellow, "warning: ") << terminal_safe(w) << '\n';
     if (!c.fix.empty())
-      err_ << "  " << paint(kYellow, "fix: ") << c.fix << '\n';
+      err_ << "  " << paint(kYellow, "fix: ") << terminal_safe(c.fix) << '\n';
     return;
   }
   stage_line(stage.name(),
@@ -105,10 +107,11 @@ void Reporter::check(const Stage& stage, const Check& c) {
              c.status == CheckStatus::kSatisfied ? kGreen : kYellow, c.summary);
   if (details_) {
     for (const auto& d : c.details)
-      err_ << paint(kDim, "               - " + d) << '\n';
+      err_ << paint(kDim, "               - " + terminal_safe(d)) << '\n';
   }
   for (const auto& w : c.warnings) {
-    err_ << "               " << paint(kYellow, "warning: ") << w << '\n';
+    err_ << "               " << paint(kYellow, "warning: ") << terminal_safe(w)
+         << '\n';
   }
 }
 
@@ -132,10 +135,11 @@ void Reporter::would_apply(const Stage& stage, const Check& c) {
              c.action + "  (" + c.summary + ")");
   if (details_) {
     for (const auto& d : c.details)
-      err_ << paint(kDim, "               - " + d) << '\n';
+      err_ << paint(kDim, "               - " + terminal_safe(d)) << '\n';
   }
   for (const auto& w : c.warnings) {
-    err_ << "               " << paint(kYellow, "warning: ") << w << '\n';
+    err_ << "               " << paint(kYellow, "warning: ") << terminal_safe(w)
+         << '\n';
   }
 }
 
@@ -153,15 +157,16 @@ void Reporter::history(std::string_view stage, const std::string& text) {
   emit_json(
       json{{"event", "history"}, {"stage", std::string(stage)}, {"text", text}}
           .dump(-1, ' ', false, kBadUtf8));
-  err_ << paint(kDim, "               last run: " + text) << '\n';
+  err_ << paint(kDim, "               last run: " + terminal_safe(text))
+       << '\n';
 }
 
 void Reporter::warning(std::string_view layer, const std::string& text) {
   emit_json(json{
       {"event", "warning"}, {"layer", std::string(layer)}, {"message", text}}
                 .dump(-1, ' ', false, kBadUtf8));
-  err_ << paint(kYellow, "[WARN " + std::string(layer) + "]") << ' ' << text
-       << '\n';
+  err_ << paint(kYellow, "[WARN " + terminal_safe(layer) + "]") << ' '
+       << terminal_safe(text) << '\n';
 }
 
 void Reporter::info(std::string_view layer, const std::string& text) {
@@ -178,8 +183,10 @@ void Reporter::error(const Error& e) {
                  {"fix", e.fix},
                  {"exit_code", static_cast<int>(e.exit)}}
                 .dump(-1, ' ', false, kBadUtf8));
-  err_ << paint(kRed, "[ERROR " + e.layer + "]") << ' ' << e.message << '\n';
-  if (!e.fix.empty()) err_ << "  " << paint(kYellow, "fix: ") << e.fix << '\n';
+  err_ << paint(kRed, "[ERROR " + terminal_safe(e.layer) + "]") << ' '
+       << terminal_safe(e.message) << '\n';
+  if (!e.fix.empty())
+    err_ << "  " << paint(kYellow, "fix: ") << terminal_safe(e.fix) << '\n';
 }
 
 void Reporter::result(std::string_view command, ExitCode code,
@@ -198,7 +205,7 @@ void Reporter::result(std::string_view command, ExitCode code,
        stages}}.dump(-1, ' ', false, kBadUtf8));
   err_ << paint(code == ExitCode::kOk ? kGreen : kRed,
                 std::string(command) + ": " + exit_status_word(code))
-       << (summary.empty() ? "" : " - " + summary) << '\n';
+       << (summary.empty() ? "" : " - " + terminal_safe(summary)) << '\n';
 }
 
 }  // namespace gpunode

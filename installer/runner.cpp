@@ -12,6 +12,7 @@
 #include "gpunode/interrupt.hpp"
 #include "gpunode/journal.hpp"
 #include "gpunode/run_lock.hpp"
+#include "gpunode/state_dir.hpp"
 
 namespace gpunode {
 namespace {
@@ -193,7 +194,7 @@ class Run {
       report_.error(e);
       return e;
     }
-    if (auto r = host_.fs().create_directories(opts_.state_dir); !r) {
+    if (auto r = prepare_state_dir(host_.fs(), opts_.state_dir); !r) {
       report_.error(r.error());
       return r.error();
     }

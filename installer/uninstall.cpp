@@ -5,6 +5,7 @@
 #include "containerd/ctr_client.hpp"
 #include "gpunode/journal.hpp"
 #include "gpunode/run_lock.hpp"
+#include "gpunode/state_dir.hpp"
 #include "kube/cluster.hpp"
 #include "kube/manifests.hpp"
 #include "stages/plugin_cluster.hpp"
@@ -33,7 +34,7 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
         "uninstall changes the cluster and containerd and must run as root",
         "sudo gpunode uninstall"});
   }
-  if (auto r = host.fs().create_directories(opts.state_dir); !r)
+  if (auto r = prepare_state_dir(host.fs(), opts.state_dir); !r)
     return fail(r.error());
   auto lock =
       RunLock::acquire(host.fs(), opts.state_dir,

@@ -33,15 +33,28 @@ class FileSystem {
   // links followed inside the root (an absolute link target is taken relative
   // to the root, never to the machine running gpunode).
   virtual std::string resolve(const std::string& host_path) const = 0;
+  // resolve() of every component but the last: the real path of the entry
+  // itself, so that an operation on it acts on a symbolic link, never on the
+  // link's target (state files are replaced, locked and read that way).
+  std::string resolve_entry(const std::string& host_path) const;
   virtual std::optional<FileInfo> stat(const std::string& host_path) const = 0;
+  // True when the entry itself (its last component not followed) is a
+  // symbolic link.
+  virtual bool is_symlink(const std::string& host_path) const {
+    (void)host_path;
+    return false;
+  }
   // Reads at most max_bytes; a larger file is an error, not a truncation.
   virtual Result<std::string> read_file(const std::string& host_path,
                                         std::size_t max_bytes) const = 0;
   virtual bool is_executable_file(const std::string& host_path) const = 0;
   virtual std::vector<std::string> list_dir(
       const std::string& host_path) const = 0;
+  // mkdir -p; when it fails part-way, the directories it made are removed.
   virtual Result<void> create_directories(const std::string& host_path) = 0;
-  // temp file + fsync + rename + fsync of the directory.
+  // temp file (O_EXCL) + fsync + rename + fsync of the directory. The rename
+  // replaces the entry itself: a symbolic link there is replaced, and its
+  // target is never written.
   virtual Result<void> write_file_atomic(const std::string& host_path,
                                          const std::string& content,
                                          unsigned mode) = 0;

@@ -22,6 +22,7 @@
 #include "gpunode/registry_pull.hpp"
 #include "gpunode/report.hpp"
 #include "gpunode/system_host.hpp"
+#include "gpunode/terminal_text.hpp"
 
 namespace gpunode {
 
@@ -145,7 +146,7 @@ int run_verify(const VerifyFlags& f, const std::set<std::string>& given,
                   .dump()
            << '\n';
   }
-  io.err << "bundle verify: ok - " << summary << '\n';
+  io.err << "bundle verify: ok - " << terminal_safe(summary) << '\n';
   return 0;
 }
 
@@ -205,8 +206,9 @@ void register_keygen(CLI::App* bundle, CommandIo& io) {
       io.exit_code = static_cast<int>(written.error().exit);
       return;
     }
-    io.err << "wrote " << key_path << " (private; keep it off the nodes) and "
-           << pub_path << " (give it to the nodes)\n";
+    io.err << "wrote " << terminal_safe(key_path)
+           << " (private; keep it off the nodes) and "
+           << terminal_safe(pub_path) << " (give it to the nodes)\n";
     io.out << "fingerprint: " << bundle::key_fingerprint(pair->public_pem)
            << '\n';
     io.exit_code = 0;
@@ -312,7 +314,7 @@ void register_create(CLI::App* bundle, CommandIo& io) {
       options.pulls.push_back(std::move(pull));
     }
     options.note = [&io](const std::string& line) {
-      io.err << "bundle create: " << line << '\n';
+      io.err << "bundle create: " << terminal_safe(line) << '\n';
     };
     auto self = locate_self();
     if (!self) return fail(self.error());
@@ -322,7 +324,7 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     if (!result) return fail(result.error());
     std::uint64_t total = 0;
     for (const auto& file : result->manifest.files) total += file.size;
-    io.err << "bundle create: wrote " << result->out << " - "
+    io.err << "bundle create: wrote " << terminal_safe(result->out) << " - "
            << result->manifest.files.size() << " files, " << human_bytes(total)
            << ", " << result->manifest.images.size() << " images, "
            << (result->signed_ ? "signed" : "NOT signed") << '\n';

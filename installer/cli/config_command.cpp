@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/site_config.hpp"
 #include "gpunode/report.hpp"
+#include "gpunode/terminal_text.hpp"
 
 namespace gpunode {
 
@@ -63,8 +64,10 @@ void register_config(CLI::App& app, CommandIo& io) {
       for (const Setting& s : *settings) {
         std::string key = s.key + ":";
         key.resize(12, ' ');
-        io.out << key << s.value << "  (" << source_name(s.source)
-               << (s.origin.empty() ? "" : " " + s.origin) << ")\n";
+        io.out << key << terminal_safe(s.value) << "  ("
+               << source_name(s.source)
+               << (s.origin.empty() ? "" : " " + terminal_safe(s.origin))
+               << ")\n";
       }
     }
     io.exit_code = 0;

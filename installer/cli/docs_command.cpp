@@ -2,6 +2,7 @@
 // the App they are part of; the build runs them to make the packaged files.
 #include "cli/cli_docs.hpp"
 #include "cli/commands.hpp"
+#include "gpunode/terminal_text.hpp"
 
 namespace gpunode {
 
@@ -20,8 +21,8 @@ void register_docs(CLI::App& app, CommandIo& io) {
   completion->add_option("SHELL", *shell, "Only 'bash'")->required();
   completion->callback([&app, &io, shell]() {
     if (*shell != "bash") {
-      io.err << "gpunode completion: only 'bash' is supported, got '" << *shell
-             << "'\n";
+      io.err << "gpunode completion: only 'bash' is supported, got '"
+             << terminal_safe(*shell) << "'\n";
       io.exit_code = 2;
       return;
     }

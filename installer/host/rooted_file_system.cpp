@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "gpunode/crash_point.hpp"
+#include "gpunode/fs_errors.hpp"
 #include "gpunode/system_host.hpp"
 
 namespace gpunode {
@@ -105,6 +106,12 @@ class RootedFileSystem : public FileSystem {
     return root_ + join(done);
   }
 
+  bool is_symlink(const std::string& host_path) const override {
+    struct stat st {};
+    return ::lstat(resolve_entry(host_path).c_str(), &st) == 0 &&
+           S_ISLNK(st.st_mode);
+  }
+
   std::optional<FileInfo> stat(const std::string& host_path) const override {
     struct stat st {};
     if (::stat(resolve(host_path).c_str(), &st) != 0) return std::nullopt;
@@ -190,16 +197,30 @@ class RootedFileSystem : public FileSystem {
 
   Result<void> create_directories(const std::string& host_path) override {
     std::string path;
+    std::vector<std::string> made;  // real paths, outermost first
     for (const auto& part : split_path(host_path)) {
       path += "/" + part;
       const std::string real = resolve(path);
-      if (::mkdir(real.c_str(), 0755) != 0 && errno != EEXIST) {
-        return Error{
-            ExitCode::kCannotRun,
-            "file",
-            "cannot create directory " + path + ": " + errno_text(errno),
-            {}};
+      if (::mkdir(real.c_str(), 0755) == 0) {
+        made.push_back(real);
+        continue;
       }
+      const int err = errno;
+      struct stat st {};
+      if (err == EEXIST && ::stat(real.c_str(), &st) == 0 &&
+          S_ISDIR(st.st_mode))
+        continue;
+      // Leave the host as it was: remove what this call made, innermost
+      // first (each is empty: only this call put anything in it).
+      for (auto it = made.rbegin(); it != made.rend(); ++it)
+        ::rmdir(it->c_str());
+      return Error{
+          ExitCode::kCannotRun, "file",
+          "cannot create directory " + path + ": " +
+              (err == EEXIST ? std::string("it exists and is not a "
+                                           "directory")
+                             : errno_text(err)),
+          state_write_fix(err == EEXIST ? ENOTDIR : err, ::geteuid(), path)};
     }
     return {};
   }
@@ -221,17 +242,22 @@ class RootedFileSystem : public FileSystem {
   Result<void> write_file_atomic(const std::string& host_path,
                                  const std::string& content,
                                  unsigned mode) override {
-    const std::string real = resolve(host_path);
+    // The entry itself, its last component not followed: the rename below
+    // then replaces a symbolic link found there, in --root mode as with
+    // --root /, and never writes to the link's target.
+    const std::string real = resolve_entry(host_path);
     const std::string dir = real.substr(0, real.rfind('/'));
     remove_stale_temps(dir, real.substr(real.rfind('/') + 1));
     std::string tmp = real + ".tmp-XXXXXX";
+    // mkostemp opens with O_CREAT | O_EXCL: it never opens an existing file
+    // or follows a link planted under the temporary's name.
     int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
     auto fail = [&](const std::string& what) -> Result<void> {
+      const int err = errno;
       Error e{
-          ExitCode::kCannotRun,
-          "file",
-          "cannot write " + host_path + " (" + what + "): " + errno_text(errno),
-          {}};
+          ExitCode::kCannotRun, "file",
+          "cannot write " + host_path + " (" + what + "): " + errno_text(err),
+          state_write_fix(err, ::geteuid(), host_path)};
       if (fd >= 0) ::close(fd);
       ::unlink(tmp.c_str());
       return e;
@@ -277,6 +303,18 @@ class RootedFileSystem : public FileSystem {
 };
 
 }  // namespace
+
+std::string FileSystem::resolve_entry(const std::string& host_path) const {
+  std::string path = host_path;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return resolve(path);
+  const std::string name = path.substr(slash + 1);
+  if (name.empty() || name == "." || name == "..") return resolve(path);
+  std::string parent = resolve(slash == 0 ? "/" : path.substr(0, slash));
+  if (parent.empty() || parent.back() != '/') parent += '/';
+  return parent + name;
+}
 
 std::unique_ptr<FileSystem> make_rooted_file_system(const std::string& root) {
   return std::make_unique<RootedFileSystem>(root);

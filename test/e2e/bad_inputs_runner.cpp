@@ -145,6 +145,22 @@ std::string joined(const std::vector<std::string>& argv) {
   return s;
 }
 
+// The first control character in `text` that reached it raw (a newline ends
+// a line and is fine), described with its offset; empty when there is none.
+// Human output is never coloured here (stderr is not a terminal).
+std::string raw_control(const std::string& text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const bool c1 = c == 0xC2 && i + 1 < text.size() &&
+                    static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(text[i + 1]) < 0xA0;
+    if ((c < 0x20 && c != '\n') || c == 0x7F || c1)
+      return "byte " + std::to_string(c) + " at offset " + std::to_string(i) +
+             ": ..." + text.substr(i < 40 ? 0 : i - 40, 80);
+  }
+  return {};
+}
+
 }  // namespace
 
 std::vector<std::string> Env::install(std::vector<std::string> args) const {
@@ -245,6 +261,8 @@ void run_bad_input(const BadInput& c) {
   INFO("stderr:\n" << r.err << "\nstdout:\n" << r.out);
   CHECK(r.exit_code == c.exit_code);
   CHECK_THAT(r.err + r.out, Catch::Contains(c.fragment));
+  // Whatever the input, the terminal gets no raw control character.
+  CHECK(raw_control(r.err).empty());
   CHECK(host_files(s.root) == tree_before);
   CHECK(stat_tree(e.dir) == beside_before);
   CHECK(sim.stats()["writes"] == writes_before);

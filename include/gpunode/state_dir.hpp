@@ -1,0 +1,29 @@
+// gpunode's state directory (--state-dir, default /var/lib/gpunode): where
+// the run lock and the journal live. Root writes there, so the directory and
+// every parent up to "/" must be beyond the reach of other users, as sudo and
+// sshd (StrictModes) demand of the files they trust.
+#pragma once
+
+#include <string>
+
+#include "gpunode/host.hpp"
+#include "gpunode/result.hpp"
+
+namespace gpunode {
+
+// Refuses (exit 5) a state dir that a user other than root (or this
+// process's own user) could replace or fill: the directory itself or any
+// parent up to "/" owned by another user, or writable by group or others. A
+// parent with the sticky bit (/tmp) is accepted: there only an entry's owner
+// may rename or remove it, and the entry below it is checked in turn. A
+// symbolic link on the way must be owned by root (or us); its target's own
+// chain is checked too. Components that do not exist yet end the check.
+Result<void> check_state_dir_safe(const FileSystem& fs,
+                                  const std::string& state_dir);
+
+// What install and uninstall do before they take the lock: checks what
+// exists of the path, creates the rest (leaving nothing behind on failure),
+// and checks again.
+Result<void> prepare_state_dir(FileSystem& fs, const std::string& state_dir);
+
+}  // namespace gpunode
