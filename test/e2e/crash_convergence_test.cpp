@@ -42,7 +42,13 @@ const EndState& reference_state() {
 // of an uninterrupted run.
 void crash_and_converge(const std::string& point) {
   const EndState& want = reference_state();
-  SimGpuNode node;
+  // The allocatable stage applies (waits) only when the plugin has not
+  // advertised yet at its check: with the usual 50 ms a loaded machine can
+  // be slower than the plugin, the stage is satisfied at once and its crash
+  // point never reached.
+  const bool waits =
+      point == "apply:allocatable" || point == "applied:allocatable";
+  SimGpuNode node("good-v3", 1, waits ? 3000 : 50);
   Run crashed = node.install({}, {"GPUNODE_TEST_CRASH_AT=" + point});
   INFO("crash point " << point << "\n--- crashed run:\n" << crashed.err);
   // 128 + SIGKILL: it died at the point (a point never reached would let

@@ -9,7 +9,8 @@
 
 namespace gpunode::test {
 
-SimGpuNode::SimGpuNode(const std::string& scenario, int gpu_count)
+SimGpuNode::SimGpuNode(const std::string& scenario, int gpu_count,
+                       int plugin_start_ms)
     : gpus(gpu_count) {
   ctd.reset();
   make_host_tree(root, scenario);
@@ -18,7 +19,7 @@ SimGpuNode::SimGpuNode(const std::string& scenario, int gpu_count)
   o.root = root;
   o.containerd_socket = ctd.socket();
   o.gpus = gpus;
-  o.plugin_start_ms = 50;
+  o.plugin_start_ms = plugin_start_ms;
   sim = std::make_unique<K3sSim>(o);
 }
 

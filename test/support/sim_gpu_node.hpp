@@ -33,8 +33,11 @@ struct SimGpuNode {
   std::unique_ptr<K3sSim> sim;
   int gpus;
 
+  // plugin_start_ms: how long the simulated plugin pod takes to advertise
+  // after the DaemonSet changes (long enough, and allocatable is reliably
+  // still "needed" when gpunode first checks it, however loaded the machine).
   explicit SimGpuNode(const std::string& scenario = "good-v3",
-                      int gpu_count = 1);
+                      int gpu_count = 1, int plugin_start_ms = 50);
   std::vector<std::string> env() const;
   // gpunode ARGS --root <root>, with env() (+ `extra_env`).
   Run gpunode(std::vector<std::string> args,
