@@ -104,7 +104,8 @@ int run_verify(const VerifyFlags& f, const std::set<std::string>& given,
   if (!settings) return fail(settings.error());
 
   auto fs = make_rooted_file_system(f.root);
-  auto trusted = bundle::trust_options(*fs, site.trust_keys, f.insecure);
+  auto trusted = bundle::trust_options(*fs, site.trust_keys, f.insecure,
+                                       trust_keys_origin(*settings));
   if (!trusted) return fail(trusted.error());
   bundle::VerifyOptions options = std::move(*trusted);
   options.threads = f.threads;

@@ -14,7 +14,8 @@ namespace gpunode {
 struct OtherPlugin {
   std::string ns;
   std::string name;
-  std::string helm_release;  // when Helm installed it
+  std::string helm_release;    // when Helm installed it
+  std::string helm_namespace;  // the release's namespace (Helm's record)
 };
 
 struct PluginState {
@@ -24,6 +25,10 @@ struct PluginState {
   bool daemonset_matches = false;
   bool configmap_matches = false;
   std::vector<OtherPlugin> others;  // NVIDIA device plugins that are not ours
+  // "name: capacity" of the nvidia.com/* resources in this node's capacity
+  // that ours will not advertise: what another plugin, or our other
+  // variant, left behind.
+  std::vector<std::string> foreign_resources;
 };
 
 std::string daemonset_path();
