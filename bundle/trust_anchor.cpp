@@ -43,7 +43,7 @@ Result<void> check_chain(const std::string& path, const std::string& what,
     const std::string who =
         st.st_uid != 0 && st.st_uid != me
             ? "is owned by uid " + std::to_string(st.st_uid)
-            : (st.st_mode & 020 ? "is group-writable" : "is world-writable");
+            : (st.st_mode & 002 ? "is world-writable" : "is group-writable");
     return Error{ExitCode::kCannotRun, "trust",
                  what + " " + anchor + " is not a trust anchor: " + p + " " +
                      who + ", so someone other than root could replace " +

@@ -131,7 +131,7 @@ class Run {
         connection_reported_ = true;
         report_.skipped(name,
                         "not checked: it needs the cluster, which cannot be "
-                        "reached (see [ERROR cluster])");
+                        "reached (the cluster error above)");
       } else if (same != reported_.end()) {
         report_.skipped(
             name, "blocked by the same problem as [" + same->second + "]");
@@ -153,9 +153,10 @@ class Run {
         record(name, "blocked", digest, started, c.summary);
         outcomes_.push_back({name, "blocked"});
         exit_ = worse(exit_, c.exit);
-        if (first_problem_.empty())
-          first_problem_ = (connection ? "cluster" : name) + ": " + c.summary;
-        if (first_blocked_.empty()) first_blocked_ = first_problem_;
+        const std::string problem =
+            (connection ? "cluster" : name) + ": " + c.summary;
+        if (first_problem_.empty()) first_problem_ = problem;
+        if (first_blocked_.empty()) first_blocked_ = problem;
         if (mode_ != RunMode::kStatus)
           blocked_at = connection ? "cluster" : name;
         continue;
