@@ -282,44 +282,31 @@ TEST_CASE(
   CHECK_THAT(h.out.str(), Catch::Contains("\"layer\":\"cluster\""));
 }
 
+// status over stages answering `checks` once each; its stderr.
+std::string status_of(
+    const std::vector<std::pair<std::string, Check>>& checks) {
+  Harness h;
+  StageList s;
+  for (const auto& [name, c] : checks)
+    s.push_back(
+        std::make_unique<ScriptedStage>(name, std::vector<Check>{c}, &h.log));
+  CHECK(h.run(RunMode::kStatus, std::move(s)) == ExitCode::kBlocked);
+  return h.err.str();
+}
+
 TEST_CASE(
     "status: the last line names a blocked layer, else the cause the checks "
     "found, before a lower layer's lesser change",
     "[runner]") {
   Check waiting = needed("w.wait", "advertises 0, not yet 1", "wait");
   waiting.cause = "plugin: pod runs without runtimeClassName";
-  SECTION("a cause outranks a lower would-apply") {
-    Harness h;
-    StageList s;
-    s.push_back(std::make_unique<ScriptedStage>(
-        "image", std::vector<Check>{need()}, &h.log));
-    s.push_back(std::make_unique<ScriptedStage>(
-        "allocatable", std::vector<Check>{waiting}, &h.log));
-    CHECK(h.run(RunMode::kStatus, std::move(s)) == ExitCode::kBlocked);
-    CHECK_THAT(h.err.str(),
-               Catch::Contains("status: blocked - plugin: pod runs without "
-                               "runtimeClassName"));
-  }
-  SECTION("a blocked layer outranks the cause") {
-    Harness h;
-    StageList s;
-    s.push_back(std::make_unique<ScriptedStage>(
-        "image", std::vector<Check>{need()}, &h.log));
-    s.push_back(std::make_unique<ScriptedStage>(
-        "plugin", std::vector<Check>{stop()}, &h.log));
-    s.push_back(std::make_unique<ScriptedStage>(
-        "allocatable", std::vector<Check>{waiting}, &h.log));
-    CHECK(h.run(RunMode::kStatus, std::move(s)) == ExitCode::kBlocked);
-    CHECK_THAT(h.err.str(),
-               Catch::Contains("status: blocked - plugin: broken"));
-  }
-  SECTION("nothing found: the lowest change") {
-    Harness h;
-    StageList s;
-    s.push_back(std::make_unique<ScriptedStage>(
-        "image", std::vector<Check>{need()}, &h.log));
-    CHECK(h.run(RunMode::kStatus, std::move(s)) == ExitCode::kBlocked);
-    CHECK_THAT(h.err.str(),
-               Catch::Contains("status: blocked - image: missing"));
-  }
+  CHECK_THAT(status_of({{"image", need()}, {"allocatable", waiting}}),
+             Catch::Contains("status: blocked - plugin: pod runs without "
+                             "runtimeClassName"));
+  CHECK_THAT(
+      status_of(
+          {{"image", need()}, {"plugin", stop()}, {"allocatable", waiting}}),
+      Catch::Contains("status: blocked - plugin: broken"));
+  CHECK_THAT(status_of({{"image", need()}}),
+             Catch::Contains("status: blocked - image: missing"));
 }
