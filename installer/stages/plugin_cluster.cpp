@@ -57,26 +57,6 @@ Result<PluginState> read_plugin_state(Context& ctx) {
     o.helm_namespace = annotations.value("meta.helm.sh/release-namespace", ns);
     s.others.push_back(o);
   }
-  {
-    auto node = node_name(ctx);
-    if (!node) return node.error();
-    auto live = (*kube)->get("/api/v1/nodes/" + *node, ctx.deadline);
-    if (!live) return live.error();
-    if (*live) {
-      const kube::json status = (**live).value("status", kube::json::object());
-      const kube::json capacity =
-          status.value("capacity", kube::json::object());
-      for (auto it = capacity.begin(); it != capacity.end(); ++it) {
-        const std::string& name = it.key();
-        if (name.rfind("nvidia.com/", 0) == 0 && name != s.rendered.resource)
-          s.foreign_resources.push_back(name + ": " +
-                                        (it.value().is_string()
-                                             ? it.value().get<std::string>()
-                                             : it.value().dump()));
-      }
-    }
-  }
-
   auto ds = (*kube)->get(daemonset_path(), ctx.deadline);
   if (!ds) return ds.error();
   s.daemonset_live = *ds;
@@ -88,6 +68,28 @@ Result<PluginState> read_plugin_state(Context& ctx) {
   s.configmap_matches =
       s.rendered.configmap && *cm && holds_all_of(**cm, *s.rendered.configmap);
   return s;
+}
+
+Result<std::vector<std::string>> foreign_resources(Context& ctx,
+                                                   const PluginState& s) {
+  std::vector<std::string> out;
+  auto kube = cluster(ctx);
+  if (!kube) return kube.error();
+  auto node = node_name(ctx);
+  if (!node) return node.error();
+  auto live = (*kube)->get("/api/v1/nodes/" + *node, ctx.deadline);
+  if (!live) return live.error();
+  if (!*live) return out;
+  const kube::json status = (**live).value("status", kube::json::object());
+  const kube::json capacity = status.value("capacity", kube::json::object());
+  for (auto it = capacity.begin(); it != capacity.end(); ++it) {
+    const std::string& name = it.key();
+    if (name.rfind("nvidia.com/", 0) == 0 && name != s.rendered.resource)
+      out.push_back(name + ": " +
+                    (it.value().is_string() ? it.value().get<std::string>()
+                                            : it.value().dump()));
+  }
+  return out;
 }
 
 void add_platform_settings(Check& c, const std::string& resource) {

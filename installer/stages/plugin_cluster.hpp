@@ -25,16 +25,18 @@ struct PluginState {
   bool daemonset_matches = false;
   bool configmap_matches = false;
   std::vector<OtherPlugin> others;  // NVIDIA device plugins that are not ours
-  // "name: capacity" of the nvidia.com/* resources in this node's capacity
-  // that ours will not advertise: what another plugin, or our other
-  // variant, left behind.
-  std::vector<std::string> foreign_resources;
 };
 
 std::string daemonset_path();
 std::string configmap_path();
 
 Result<PluginState> read_plugin_state(Context& ctx);
+
+// "name: capacity" of the nvidia.com/* resources in this node's capacity
+// that the plugin as rendered in `s` will not advertise: what another
+// plugin, or our other variant, leaves behind.
+Result<std::vector<std::string>> foreign_resources(Context& ctx,
+                                                   const PluginState& s);
 
 // GEO_MLOPS_* settings the platform needs when the resource is renamed.
 void add_platform_settings(Check& c, const std::string& resource);

@@ -35,9 +35,11 @@ std::vector<std::string> replace_leftovers(Context& ctx, const PluginState& s) {
 // (kubernetes pkg/kubelet/nodestatus/setters.go MachineInfo,
 // removedDevicePlugins; devicemanager endpointStopGracePeriod). A replaced
 // plugin, or the other variant (--rename-shared), leaves one behind.
-std::vector<std::string> stale_resources(Context& ctx, const PluginState& s) {
+std::vector<std::string> stale_resources(
+    Context& ctx, const PluginState& s,
+    const std::vector<std::string>& foreign) {
   std::vector<std::string> out;
-  for (const std::string& found : s.foreign_resources) {
+  for (const std::string& found : foreign) {
     const std::string r = found.substr(0, found.find(':'));
     std::string escaped = r;  // JSON pointer: '/' is written "~1"
     for (std::size_t at = 0; (at = escaped.find('/', at)) != std::string::npos;
@@ -102,7 +104,14 @@ class PluginStage : public Stage {
         actions.push_back("delete DaemonSet " + o.ns + "/" + o.name);
     }
     std::vector<std::string> left = replace_leftovers(ctx, s);
-    for (std::string& w : stale_resources(ctx, s)) left.push_back(std::move(w));
+    // Only when something is about to change: a rerun with everything in
+    // place asks nothing more (and a switch was warned about when made).
+    if (!s.others.empty() || !s.daemonset_matches) {
+      auto foreign = foreign_resources(ctx, s);
+      if (!foreign) return cluster_blocked(ctx, foreign.error(), "plugin.node");
+      for (std::string& w : stale_resources(ctx, s, *foreign))
+        left.push_back(std::move(w));
+    }
     if (s.rendered.configmap && !s.configmap_matches) {
       actions.push_back(std::string(s.configmap_live ? "update" : "create") +
                         " ConfigMap " + kPluginNamespace + "/" +
