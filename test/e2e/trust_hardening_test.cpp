@@ -197,8 +197,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "--replace-existing says what it leaves: the Helm release and a stale "
-    "resource on the node",
+    "with --replace-existing, install says what it leaves: the Helm release "
+    "and a stale resource on the node",
     "[e2e][cluster]") {
   REQUIRE_PARTS();
   SimGpuNode node;
