@@ -22,6 +22,7 @@
 #include "gpunode/registry_pull.hpp"
 #include "gpunode/report.hpp"
 #include "gpunode/system_host.hpp"
+#include "gpunode/trust_anchor.hpp"
 
 namespace gpunode {
 
@@ -295,6 +296,13 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     if (!f->registry_ca.empty() && ::access(f->registry_ca.c_str(), R_OK) != 0)
       return fail(usage_error("--registry-ca: cannot read '" + f->registry_ca +
                               "': " + std::strerror(errno)));
+    // The CA decides whose images go into a bundle that is then signed:
+    // an anchor, like a trusted key.
+    if (!f->registry_ca.empty()) {
+      if (auto safe = check_trust_anchor(f->registry_ca, "--registry-ca");
+          !safe)
+        return fail(safe.error());
+    }
     // The key is read before any pull: a typo must not cost a download.
     if (!f->sign_key.empty()) {
       auto key = bundle::read_key_file(f->sign_key, "--sign-key");

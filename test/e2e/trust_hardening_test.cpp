@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -224,4 +225,23 @@ TEST_CASE(
   CHECK_THAT(replaced.err,
              Catch::Contains("/status/capacity/nvidia.com~1gpu.shared"));
   CHECK(node.allocatable() == "1");
+}
+
+TEST_CASE("bundle create refuses a registry CA others may write",
+          "[e2e][bundle]") {
+  // The CA decides whose image a signed bundle carries: an anchor too.
+  TempDir tmp;
+  const std::string ca = tmp.path() + "/ca.pem";
+  write_text(ca, "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n",
+             0666);
+  const std::string out = tmp.path() + "/bundle";
+  Run r = run_gpunode({"bundle", "create", "--out", out, "--pull",
+                       "nvcr.io/nvidia/k8s-device-plugin:v0.19.3",
+                       "--registry-ca", ca});
+  INFO(r.err);
+  CHECK(r.exit_code == 5);
+  CHECK_THAT(r.err,
+             Catch::Contains("--registry-ca " + ca + " is not a trust anchor"));
+  CHECK_THAT(r.err, Catch::Contains("chmod go-w " + ca));
+  CHECK_FALSE(std::filesystem::exists(out));
 }
