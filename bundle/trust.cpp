@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "gpunode/bundle_trust.hpp"
+#include "gpunode/trust_anchor.hpp"
 
 namespace gpunode::bundle {
 namespace {
@@ -53,10 +54,34 @@ Result<std::string> read_key_file(const std::string& path,
 
 Result<VerifyOptions> trust_options(const FileSystem& fs,
                                     const std::vector<std::string>& key_files,
-                                    bool insecure_skip_signature) {
+                                    bool insecure_skip_signature,
+                                    const std::string& keys_origin) {
+  std::vector<std::string> dir_keys;  // host paths
+  for (const std::string& name : fs.list_dir(kTrustedKeysDir)) {
+    if (name.size() >= 4 && name.compare(name.size() - 4, 4, ".pub") == 0)
+      dir_keys.push_back(std::string(kTrustedKeysDir) + "/" + name);
+  }
+  // A trusted key is a promise: a bundle it did not sign is refused. The
+  // flag must not quietly take that back, whoever set the key (the operator
+  // now, the environment, the site config, the node's administrator).
+  if (insecure_skip_signature && (!key_files.empty() || !dir_keys.empty())) {
+    const std::string where = !key_files.empty()
+                                  ? keys_origin + " (" + key_files.front() + ")"
+                                  : fs.resolve(dir_keys.front());
+    return Error{
+        ExitCode::kUsage, "usage",
+        "--insecure-skip-signature: refused, a key is trusted: " + where +
+            "; with a trusted key a bundle it did not sign is always refused",
+        "drop --insecure-skip-signature (the bundle must then be signed by "
+        "that key); to accept unsigned bundles on this node, remove the key "
+        "from " +
+            (!key_files.empty() ? keys_origin : fs.resolve(kTrustedKeysDir))};
+  }
   VerifyOptions options;
   options.insecure_skip_signature = insecure_skip_signature;
   for (const std::string& path : key_files) {
+    if (auto safe = check_trust_anchor(path, "trusted key"); !safe)
+      return safe.error();
     auto key = read_key_file(path, "--trust-key");
     if (!key) return key.error();
     if (key_fingerprint(*key).empty()) {
@@ -65,11 +90,18 @@ Result<VerifyOptions> trust_options(const FileSystem& fs,
     }
     options.trust_keys.push_back(std::move(*key));
   }
-  // Keys the node's administrator installed once, for every bundle.
-  for (const std::string& name : fs.list_dir(kTrustedKeysDir)) {
-    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".pub") != 0)
-      continue;
-    const std::string path = std::string(kTrustedKeysDir) + "/" + name;
+  // Keys the node's administrator installed once, for every bundle. The
+  // directory is an anchor even when empty: whoever can write it can add a
+  // key.
+  if (fs.stat(kTrustedKeysDir)) {
+    if (auto safe = check_trust_anchor(fs.resolve(kTrustedKeysDir),
+                                       "trusted-keys directory");
+        !safe)
+      return safe.error();
+  }
+  for (const std::string& path : dir_keys) {
+    if (auto safe = check_trust_anchor(fs.resolve(path), "trusted key"); !safe)
+      return safe.error();
     auto key = fs.read_file(path, kMaxKeyBytes);
     if (!key) return key.error();
     if (key_fingerprint(*key).empty()) {

@@ -115,12 +115,25 @@ class Run {
       const std::string digest = sha256_hex(stage->inputs(ctx_));
       const std::string started = iso8601_utc(host_.clock().now());
       Check c = stage->check(ctx_);
+      for (const auto& [layer, text] : ctx_.facts.warnings)
+        report_.warning(layer, text);
+      ctx_.facts.warnings.clear();
 
       // status goes on past a blocked layer; several layers above it often
-      // share its cause (no kubeconfig, API down): say it once.
+      // share its cause (no kubeconfig, API down): say it once. The cluster
+      // connection is its own layer, not the stage that first needed it.
+      const bool connection =
+          c.status == CheckStatus::kBlocked && c.code == kClusterConnectionCode;
       auto same = c.status == CheckStatus::kBlocked ? reported_.find(c.summary)
                                                     : reported_.end();
-      if (same != reported_.end()) {
+      if (connection) {
+        if (!connection_reported_)
+          report_.error(Error{c.exit, "cluster", c.summary, c.fix});
+        connection_reported_ = true;
+        report_.skipped(name,
+                        "not checked: it needs the cluster, which cannot be "
+                        "reached (the cluster error above)");
+      } else if (same != reported_.end()) {
         report_.skipped(
             name, "blocked by the same problem as [" + same->second + "]");
       } else if (c.status == CheckStatus::kNeeded && !mutating_) {
@@ -141,8 +154,12 @@ class Run {
         record(name, "blocked", digest, started, c.summary);
         outcomes_.push_back({name, "blocked"});
         exit_ = worse(exit_, c.exit);
-        if (first_problem_.empty()) first_problem_ = name + ": " + c.summary;
-        if (mode_ != RunMode::kStatus) blocked_at = name;
+        const std::string problem =
+            (connection ? "cluster" : name) + ": " + c.summary;
+        if (first_problem_.empty()) first_problem_ = problem;
+        if (first_blocked_.empty()) first_blocked_ = problem;
+        if (mode_ != RunMode::kStatus)
+          blocked_at = connection ? "cluster" : name;
         continue;
       }
       // Needed.
@@ -151,6 +168,7 @@ class Run {
         if (mode_ == RunMode::kStatus) {
           exit_ = worse(exit_, ExitCode::kBlocked);
           if (first_problem_.empty()) first_problem_ = name + ": " + c.summary;
+          if (first_cause_.empty()) first_cause_ = c.cause;
         }
         continue;
       }
@@ -172,7 +190,13 @@ class Run {
           summary += ", " + std::to_string(would) + " would change";
       }
     } else {
-      summary = first_problem_;
+      // status: a blocked layer first, then what the cluster shows breaking
+      // the node (a DaemonSet without runtimeClassName), and only then the
+      // lowest layer that merely differs (an image not pinned).
+      summary = mode_ != RunMode::kStatus ? first_problem_
+                : !first_blocked_.empty() ? first_blocked_
+                : !first_cause_.empty()   ? first_cause_
+                                          : first_problem_;
     }
     return finish(exit_, summary);
   }
@@ -357,8 +381,11 @@ class Run {
   std::vector<StageOutcome> outcomes_;
   ExitCode exit_ = ExitCode::kOk;
   std::string first_problem_;
+  std::string first_blocked_;  // the first blocked check's "stage: summary"
+  std::string first_cause_;    // the first Check::cause found (status)
   std::map<std::string, std::string>
-      reported_;  // blocked summary -> first stage
+      reported_;                      // blocked summary -> first stage
+  bool connection_reported_ = false;  // [ERROR cluster] said once
 };
 
 }  // namespace

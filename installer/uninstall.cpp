@@ -43,6 +43,8 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
 
   Context ctx{host, opts, {}, host.clock().steady_now() + opts.timeout};
   auto kube = cluster(ctx);
+  for (const auto& [layer, text] : ctx.facts.warnings)
+    report.warning(layer, text);
   if (!kube) return fail(kube.error());
   const std::vector<Owned> owned = {
       {"DaemonSet kube-system/nvidia-device-plugin-daemonset",

@@ -21,10 +21,15 @@ Result<std::string> read_key_file(const std::string& path,
 
 // Reads the keys (the named files are real paths; the directory is a host
 // path under `fs`'s root) and builds the verification options. Errors:
-// ExitCode::kUsage for an unreadable or non-Ed25519 key, ExitCode::kIntegrity
-// when there is no trusted key and skipping was not asked for.
+// ExitCode::kUsage for an unreadable or non-Ed25519 key, and for
+// `insecure_skip_signature` while any key is trusted (`keys_origin` names
+// where `key_files` came from: "--trust-key", "GPUNODE_TRUST_KEYS", the
+// config file's line); ExitCode::kCannotRun for a key or directory others
+// may write (trust_anchor.hpp); ExitCode::kIntegrity when there is no
+// trusted key and skipping was not asked for.
 Result<VerifyOptions> trust_options(const FileSystem& fs,
                                     const std::vector<std::string>& key_files,
-                                    bool insecure_skip_signature);
+                                    bool insecure_skip_signature,
+                                    const std::string& keys_origin);
 
 }  // namespace gpunode::bundle

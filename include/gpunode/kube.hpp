@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gpunode/host.hpp"
 #include "gpunode/result.hpp"
@@ -26,6 +27,8 @@ struct Kubeconfig {
   std::string client_cert_pem;  // client-certificate auth (k3s's admin)
   std::string client_key_pem;
   std::string token;  // bearer-token auth
+  // Not blocking, but worth acting on (e.g. credentials readable by others).
+  std::vector<std::string> warnings;
 };
 
 // Reads a kubeconfig (a host path, under --root): k3s's shape

@@ -36,6 +36,7 @@ struct Options {
   // and who may have made it.
   std::optional<std::string> bundle;
   std::vector<std::string> trust_keys;
+  std::string trust_keys_origin = "--trust-key";  // or GPUNODE_TRUST_KEYS, ...
   bool insecure_skip_signature = false;
   bool replace_existing = false;  // remove another NVIDIA device plugin first
   bool smoke = false;             // run a CUDA Pod at the end

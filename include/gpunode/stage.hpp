@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpunode/gpu.hpp"
@@ -32,10 +33,19 @@ struct Check {
   std::string summary;  // one line: what is true now
   std::string fix;      // for blocked: the command or step that fixes it
   std::string action;   // for needed: what apply() will change
-  std::vector<std::string> details;    // further facts worth showing
-  std::vector<std::string> warnings;   // not blocking, but worth acting on
+  std::vector<std::string> details;   // further facts worth showing
+  std::vector<std::string> warnings;  // not blocking, but worth acting on
+  // For needed: "layer: what" when the check looked for what stands in the
+  // way and found it (the allocatable stage's diagnosis). status names it
+  // in its last line rather than a lower stage's lesser change.
+  std::string cause;
   ExitCode exit = ExitCode::kBlocked;  // for blocked: the class of failure
 };
+
+// The code of a check that could not ask the cluster (the kubeconfig, the
+// API server): the runner reports that once as the "cluster" layer, not as
+// the failure of each stage that needed it (kube/cluster.hpp).
+inline constexpr const char* kClusterConnectionCode = "cluster.unreachable";
 
 Check satisfied(std::string code, std::string summary);
 Check needed(std::string code, std::string summary, std::string action);
@@ -65,6 +75,12 @@ struct Facts {
   std::optional<std::string> node;  // this host's Kubernetes node name
   std::optional<VerifiedBundle>
       bundle;  // --bundle, verified (stages/bundle_facts.hpp)
+  // The cluster could not be reached at all (kube/cluster.hpp
+  // cluster_blocked): later stages are told so at once.
+  std::optional<Error> cluster_down;
+  // (layer, text): found while getting a fact, not blocking; the runner
+  // reports each once, after the check that found it.
+  std::vector<std::pair<std::string, std::string>> warnings;
 };
 
 struct Context {

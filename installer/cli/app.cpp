@@ -2,6 +2,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/suggest.hpp"
 
 namespace gpunode {
 
@@ -52,7 +53,11 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
     // CLI11 has its own exit codes; ours are the contract: usage is 2.
-    err << "gpunode: " << e.what() << "\nRun 'gpunode --help' for usage.\n";
+    // CLI11 says a mistyped command is "not expected"; name it and the
+    // closest known word instead.
+    const std::string hint = unknown_word_hint(app, argc, argv);
+    err << "gpunode: " << (hint.empty() ? std::string(e.what()) : hint)
+        << "\nRun 'gpunode --help' for usage.\n";
     return static_cast<int>(ExitCode::kUsage);
   }
   return io.exit_code;

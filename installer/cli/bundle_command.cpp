@@ -23,6 +23,7 @@
 #include "gpunode/report.hpp"
 #include "gpunode/system_host.hpp"
 #include "gpunode/terminal_text.hpp"
+#include "gpunode/trust_anchor.hpp"
 
 namespace gpunode {
 
@@ -105,7 +106,8 @@ int run_verify(const VerifyFlags& f, const std::set<std::string>& given,
   if (!settings) return fail(settings.error());
 
   auto fs = make_rooted_file_system(f.root);
-  auto trusted = bundle::trust_options(*fs, site.trust_keys, f.insecure);
+  auto trusted = bundle::trust_options(*fs, site.trust_keys, f.insecure,
+                                       trust_keys_origin(*settings));
   if (!trusted) return fail(trusted.error());
   bundle::VerifyOptions options = std::move(*trusted);
   options.threads = f.threads;
@@ -296,6 +298,13 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     if (!f->registry_ca.empty() && ::access(f->registry_ca.c_str(), R_OK) != 0)
       return fail(usage_error("--registry-ca: cannot read '" + f->registry_ca +
                               "': " + std::strerror(errno)));
+    // The CA decides whose images go into a bundle that is then signed:
+    // an anchor, like a trusted key.
+    if (!f->registry_ca.empty()) {
+      if (auto safe = check_trust_anchor(f->registry_ca, "--registry-ca");
+          !safe)
+        return fail(safe.error());
+    }
     // The key is read before any pull: a typo must not cost a download.
     if (!f->sign_key.empty()) {
       auto key = bundle::read_key_file(f->sign_key, "--sign-key");

@@ -197,6 +197,12 @@ EnvLookup process_env() {
   };
 }
 
+std::string trust_keys_origin(const std::vector<Setting>& settings) {
+  for (const Setting& s : settings)
+    if (s.key == "trust-keys" && !s.origin.empty()) return s.origin;
+  return "--trust-key";
+}
+
 std::set<std::string> given_setting_flags(const CLI::App& cmd) {
   std::set<std::string> given;
   for (const SettingSpec& spec : setting_specs()) {

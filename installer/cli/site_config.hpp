@@ -47,6 +47,10 @@ Result<std::vector<Setting>> resolve_site_settings(
     FlagValues& v, const std::set<std::string>& given_flags,
     const EnvLookup& env);
 
+// Where the trust-keys setting came from: "--trust-key",
+// "GPUNODE_TRUST_KEYS" or "<file>:LINE" (for messages about those keys).
+std::string trust_keys_origin(const std::vector<Setting>& settings);
+
 // The setting flags the user typed on `cmd`'s command line.
 std::set<std::string> given_setting_flags(const CLI::App& cmd);
 

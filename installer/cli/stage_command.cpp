@@ -27,6 +27,7 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
     report.error(options.error());
     return static_cast<int>(ExitCode::kUsage);
   }
+  options->trust_keys_origin = trust_keys_origin(*settings);
   // Debug logs (-vv) go to stderr, beside the human text.
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(io.err);
   spdlog::set_default_logger(std::make_shared<spdlog::logger>("gpunode", sink));

@@ -216,10 +216,9 @@ class RootedFileSystem : public FileSystem {
         ::rmdir(it->c_str());
       return Error{
           ExitCode::kCannotRun, "file",
-          "cannot create directory " + path + ": " +
-              (err == EEXIST ? std::string("it exists and is not a "
-                                           "directory")
-                             : errno_text(err)),
+          "cannot create directory " + host_path + ": " + path +
+              (err == EEXIST ? std::string(" exists and is not a directory")
+                             : ": " + errno_text(err)),
           state_write_fix(err == EEXIST ? ENOTDIR : err, ::geteuid(), path)};
     }
     return {};

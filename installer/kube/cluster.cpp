@@ -5,13 +5,28 @@
 namespace gpunode {
 
 Result<kube::Client*> cluster(Context& ctx) {
+  if (ctx.facts.cluster_down) return *ctx.facts.cluster_down;
   if (ctx.facts.kube) return ctx.facts.kube.get();
   auto config = kube::load_kubeconfig(ctx.host.fs(), ctx.opts.kubeconfig);
   if (!config) return config.error();
+  for (const std::string& w : config->warnings)
+    ctx.facts.warnings.emplace_back("kubeconfig", w);
   auto client = kube::Client::connect(*config, ctx.host.clock());
   if (!client) return client.error();
   ctx.facts.kube = std::shared_ptr<kube::Client>(std::move(*client));
   return ctx.facts.kube.get();
+}
+
+Check cluster_blocked(Context& ctx, const Error& e,
+                      const std::string& own_code) {
+  // A bad node name is layer "cluster" too, but the operator's input.
+  const bool connection = e.layer == "kubeconfig" ||
+                          (e.layer == "cluster" && e.exit != ExitCode::kUsage);
+  if (e.layer == "kubeconfig" ||
+      (connection && (e.status == 0 || e.status >= 500)))
+    ctx.facts.cluster_down = e;
+  return blocked(connection ? kClusterConnectionCode : own_code, e.message,
+                 e.fix, e.exit);
 }
 
 Result<std::string> node_name(Context& ctx) {
@@ -55,6 +70,37 @@ Result<std::string> node_name(Context& ctx) {
   }
   ctx.facts.node = name;
   return name;
+}
+
+Error node_not_in_cluster(Context& ctx, kube::Client& kube,
+                          const std::string& node,
+                          std::chrono::steady_clock::time_point deadline) {
+  constexpr std::size_t kMaxNamed = 8;
+  std::string names;
+  std::size_t count = 0;
+  if (auto list = kube.list("/api/v1/nodes", deadline)) {
+    for (const auto& item : list->value("items", kube::json::array())) {
+      const std::string name =
+          item.value("metadata", kube::json::object()).value("name", "");
+      if (name.empty()) continue;
+      if (++count <= kMaxNamed) names += (names.empty() ? "" : ", ") + name;
+    }
+  }
+  const std::string known =
+      count == 0 ? ""
+      : count <= kMaxNamed
+          ? " (its nodes: " + names + ")"
+          : " (it has " + std::to_string(count) + " nodes: " + names + ", ...)";
+  const std::string source =
+      ctx.opts.node.empty()
+          ? " (from node-name in /etc/rancher/k3s/config.yaml, else the host "
+            "name)"
+          : " (--node)";
+  return Error{ExitCode::kUsage, "cluster",
+               "node " + node + source + " is not in the cluster" + known,
+               "pass --node with the name `kubectl get nodes` shows for this "
+               "host (k3s registers node-name from "
+               "/etc/rancher/k3s/config.yaml, else the host name)"};
 }
 
 }  // namespace gpunode

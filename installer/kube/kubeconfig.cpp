@@ -6,6 +6,8 @@
 #include <array>
 #include <cctype>
 #include <cstdint>
+#include <cstdio>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -116,6 +118,23 @@ std::string resolve_relative(const std::string& source,
   return source.substr(0, slash + 1) + path;
 }
 
+// k3s writes k3s.yaml 0600 unless told otherwise; `--write-kubeconfig-mode
+// 644` (common, so that kubectl works without sudo) hands the admin
+// credentials to every local user.
+std::string loose_mode_warning(const std::string& path, unsigned mode,
+                               bool key) {
+  char octal[8];
+  std::snprintf(octal, sizeof octal, "%04o", mode & 07777);
+  return path + " is readable by " +
+         ((mode & 004) != 0 ? "every local user" : "its group") + " (mode " +
+         octal + ") and holds " + (key ? "a client key" : "a bearer token") +
+         " (k3s's is the cluster-admin's): whoever reads it controls the "
+         "cluster. Fix: chmod 600 " +
+         path +
+         ", and set write-kubeconfig-mode: \"0600\" in "
+         "/etc/rancher/k3s/config.yaml so that k3s writes it so again";
+}
+
 // One kubeconfig parse, with the state every helper needs for messages.
 class Parser {
  public:
@@ -218,6 +237,28 @@ Result<Kubeconfig> Parser::parse(const YAML::Node& root) {
     return malformed(source_,
                      "is not a kubeconfig (expected a YAML mapping with "
                      "clusters, users and contexts)");
+  }
+  // kubectl refuses a file where two entries of one list share a name
+  // (client-go tools/clientcmd/api/v1/conversion.go: "duplicate name %q in
+  // list" for clusters, users and contexts): which one is meant would be a
+  // guess, and the first and the last differ in who gets trusted.
+  for (const char* list : {"clusters", "users", "contexts"}) {
+    const YAML::Node seq = root[list];
+    // Absent or not a list: named() says so where the entry is needed.
+    if (!seq.IsDefined() || !seq.IsSequence()) continue;
+    std::set<std::string> seen;
+    for (const auto& entry : seq) {
+      if (!entry.IsMap() || !entry["name"].IsScalar()) continue;
+      const std::string name = entry["name"].as<std::string>();
+      if (!seen.insert(name).second) {
+        return malformed(
+            source_,
+            std::string(list) + " has two entries named \"" + name +
+                "\" (kubectl refuses such a file: duplicate name in list)",
+            "rename or remove one of the " + std::string(list) + " named \"" +
+                name + "\" in " + source_);
+      }
+    }
   }
   Kubeconfig config;
   config.source = source_;
@@ -426,9 +467,16 @@ Result<Kubeconfig> load_kubeconfig(const FileSystem& fs,
                  "run gpunode as root (sudo); k3s writes " + host_path +
                      " readable by root only"};
   }
-  return parse_kubeconfig(*text, host_path, [&fs](const std::string& path) {
-    return fs.read_file(path, kMaxReferencedFileBytes);
-  });
+  auto config =
+      parse_kubeconfig(*text, host_path, [&fs](const std::string& path) {
+        return fs.read_file(path, kMaxReferencedFileBytes);
+      });
+  if (config && (info->mode & 044) != 0 &&
+      (!config->client_key_pem.empty() || !config->token.empty())) {
+    config->warnings.push_back(
+        loose_mode_warning(host_path, info->mode, config->token.empty()));
+  }
+  return config;
 }
 
 }  // namespace gpunode::kube

@@ -61,19 +61,18 @@ class AllocatableStage : public Stage {
 
   Check check(Context& ctx) override {
     auto want = expectation(ctx);
-    if (!want) return as_blocked(want.error());
+    if (!want) return as_blocked(ctx, want.error());
     auto kube = cluster(ctx);
-    if (!kube) return as_blocked(kube.error());
+    if (!kube) return as_blocked(ctx, kube.error());
     auto node = (*kube)->get("/api/v1/nodes/" + want->node, ctx.deadline);
-    if (!node) return as_blocked(node.error());
+    if (!node) return as_blocked(ctx, node.error());
     if (!*node) {
-      return blocked(
-          "allocatable.no-node",
-          "node " + want->node + " is not in the cluster",
-          "pass --node with the name `kubectl get nodes` shows for this host");
+      const Error e =
+          node_not_in_cluster(ctx, **kube, want->node, ctx.deadline);
+      return blocked("allocatable.no-node", e.message, e.fix, e.exit);
     }
     auto current = pods_current(ctx, **kube, *want);
-    if (!current) return as_blocked(current.error());
+    if (!current) return as_blocked(ctx, current.error());
     const auto have = advertised(**node, want->resource);
     const std::string wanted = want->resource + ": " +
                                std::to_string(want->count()) + " (" +
@@ -92,9 +91,11 @@ class AllocatableStage : public Stage {
                      "wait until node " + want->node + " advertises " + wanted);
     // Say now what stands in the way; `status` shows it, `install` waits.
     auto why = diagnose(ctx, **kube, *want, **node);
-    if (why)
+    if (why) {
       c.details.push_back("[" + why->layer + "] " + why->message +
                           "; fix: " + why->fix);
+      c.cause = why->layer + ": " + why->message;
+    }
     return c;
   }
 
@@ -155,8 +156,8 @@ class AllocatableStage : public Stage {
   }
 
  private:
-  static Check as_blocked(const Error& e) {
-    return blocked("cluster.unreachable", e.message, e.fix, e.exit);
+  static Check as_blocked(Context& ctx, const Error& e) {
+    return cluster_blocked(ctx, e, "allocatable.blocked");
   }
 
   static Result<Expectation> expectation(Context& ctx) {

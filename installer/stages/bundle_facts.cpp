@@ -42,7 +42,8 @@ Result<const VerifiedBundle*> verified_bundle(Context& ctx) {
   if (!ctx.opts.bundle) return static_cast<const VerifiedBundle*>(nullptr);
   if (ctx.facts.bundle) return &*ctx.facts.bundle;
   auto options = bundle::trust_options(ctx.host.fs(), ctx.opts.trust_keys,
-                                       ctx.opts.insecure_skip_signature);
+                                       ctx.opts.insecure_skip_signature,
+                                       ctx.opts.trust_keys_origin);
   if (!options) return options.error();
   auto report = bundle::verify_bundle(*ctx.opts.bundle, *options);
   if (!report) return report.error();

@@ -46,15 +46,17 @@ Result<PluginState> read_plugin_state(Context& ctx) {
                       name = meta.value("name", "");
     if (ns == kPluginNamespace && name == kPluginDaemonSet) continue;
     if (!is_nvidia_plugin(ds)) continue;
-    OtherPlugin o{ns, name, ""};
+    OtherPlugin o{ns, name, "", ns};
     const auto annotations = meta.value("annotations", kube::json::object());
     const auto labels = meta.value("labels", kube::json::object());
+    // Helm stamps both on what it installs (helm.sh/helm pkg/action
+    // ownership annotations); the label is the chart's convention.
     o.helm_release =
         annotations.value("meta.helm.sh/release-name",
                           labels.value("app.kubernetes.io/instance", ""));
+    o.helm_namespace = annotations.value("meta.helm.sh/release-namespace", ns);
     s.others.push_back(o);
   }
-
   auto ds = (*kube)->get(daemonset_path(), ctx.deadline);
   if (!ds) return ds.error();
   s.daemonset_live = *ds;
@@ -66,6 +68,28 @@ Result<PluginState> read_plugin_state(Context& ctx) {
   s.configmap_matches =
       s.rendered.configmap && *cm && holds_all_of(**cm, *s.rendered.configmap);
   return s;
+}
+
+Result<std::vector<std::string>> foreign_resources(Context& ctx,
+                                                   const PluginState& s) {
+  std::vector<std::string> out;
+  auto kube = cluster(ctx);
+  if (!kube) return kube.error();
+  auto node = node_name(ctx);
+  if (!node) return node.error();
+  auto live = (*kube)->get("/api/v1/nodes/" + *node, ctx.deadline);
+  if (!live) return live.error();
+  if (!*live) return out;
+  const kube::json status = (**live).value("status", kube::json::object());
+  const kube::json capacity = status.value("capacity", kube::json::object());
+  for (auto it = capacity.begin(); it != capacity.end(); ++it) {
+    const std::string& name = it.key();
+    if (name.rfind("nvidia.com/", 0) == 0 && name != s.rendered.resource)
+      out.push_back(name + ": " +
+                    (it.value().is_string() ? it.value().get<std::string>()
+                                            : it.value().dump()));
+  }
+  return out;
 }
 
 void add_platform_settings(Check& c, const std::string& resource) {

@@ -11,6 +11,56 @@
 namespace gpunode {
 namespace {
 
+// What --replace-existing leaves behind: it deletes the other plugin's
+// DaemonSet and nothing else, so that nothing gpunode did not make is
+// removed on a guess.
+std::vector<std::string> replace_leftovers(Context& ctx, const PluginState& s) {
+  std::vector<std::string> out;
+  if (!ctx.opts.replace_existing) return out;
+  for (const auto& o : s.others) {
+    if (o.helm_release.empty()) continue;
+    out.push_back("--replace-existing deletes only DaemonSet " + o.ns + "/" +
+                  o.name + ": Helm release " + o.helm_release +
+                  " stays (its release record, its ConfigMaps and namespace " +
+                  o.ns +
+                  "), and a helm upgrade would bring the DaemonSet back. "
+                  "Remove it all: helm -n " +
+                  o.helm_namespace + " uninstall " + o.helm_release);
+  }
+  return out;
+}
+
+// kubelet never drops a device plugin resource it has seen: about 5
+// minutes after the plugin goes it sets the capacity to 0 and keeps it
+// (kubernetes pkg/kubelet/nodestatus/setters.go MachineInfo,
+// removedDevicePlugins; devicemanager endpointStopGracePeriod). A replaced
+// plugin, or the other variant (--rename-shared), leaves one behind.
+std::vector<std::string> stale_resources(
+    Context& ctx, const PluginState& s,
+    const std::vector<std::string>& foreign) {
+  std::vector<std::string> out;
+  for (const std::string& found : foreign) {
+    const std::string r = found.substr(0, found.find(':'));
+    std::string escaped = r;  // JSON pointer: '/' is written "~1"
+    for (std::size_t at = 0; (at = escaped.find('/', at)) != std::string::npos;
+         at += 2)
+      escaped.replace(at, 1, "~1");
+    const std::string node = ctx.facts.node.value_or("NODE");
+    out.push_back(
+        "node " + node + " lists " + found +
+        ", which the device plugin gpunode installs (" + s.rendered.resource +
+        ") does not advertise: once what advertises it is gone, kubelet keeps "
+        "it, at 0, for ever, and workloads asking for it stay Pending. It "
+        "clears with: kubectl patch node " +
+        node +
+        " --subresource=status --type=json -p "
+        "'[{\"op\":\"remove\",\"path\":\"/status/capacity/" +
+        escaped + "\"},{\"op\":\"remove\",\"path\":\"/status/allocatable/" +
+        escaped + "\"}]'");
+  }
+  return out;
+}
+
 class PluginStage : public Stage {
  public:
   std::string_view name() const override { return "plugin"; }
@@ -26,9 +76,7 @@ class PluginStage : public Stage {
 
   Check check(Context& ctx) override {
     auto state = read_plugin_state(ctx);
-    if (!state)
-      return blocked("cluster.unreachable", state.error().message,
-                     state.error().fix, state.error().exit);
+    if (!state) return cluster_blocked(ctx, state.error(), "plugin.manifest");
     const PluginState& s = *state;
     std::vector<std::string> actions;
     if (!s.others.empty()) {
@@ -54,6 +102,15 @@ class PluginStage : public Stage {
       }
       for (const auto& o : s.others)
         actions.push_back("delete DaemonSet " + o.ns + "/" + o.name);
+    }
+    std::vector<std::string> left = replace_leftovers(ctx, s);
+    // Only when something is about to change: a rerun with everything in
+    // place asks nothing more (and a switch was warned about when made).
+    if (!s.others.empty() || !s.daemonset_matches) {
+      auto foreign = foreign_resources(ctx, s);
+      if (!foreign) return cluster_blocked(ctx, foreign.error(), "plugin.node");
+      for (std::string& w : stale_resources(ctx, s, *foreign))
+        left.push_back(std::move(w));
     }
     if (s.rendered.configmap && !s.configmap_matches) {
       actions.push_back(std::string(s.configmap_live ? "update" : "create") +
@@ -97,6 +154,7 @@ class PluginStage : public Stage {
           first_difference(*s.configmap_live, *s.rendered.configmap));
     }
     add_platform_settings(c, s.rendered.resource);
+    c.warnings.insert(c.warnings.end(), left.begin(), left.end());
     return c;
   }
 

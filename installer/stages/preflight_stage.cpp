@@ -2,6 +2,8 @@
 // changed) and a k3s installation on this host. Changes nothing.
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,26 @@ constexpr const char* kContainerdRoot = "/var/lib/rancher/k3s/agent/containerd";
 // Where the k3s install script and distribution packages put the units.
 const std::vector<std::string> kUnitDirs = {
     "/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system"};
+
+// How long preflight asks the API server about the node. A server that
+// does not answer by then is not preflight's to report: the runtimeclass
+// stage, the first to need the cluster, names it (with its full retries).
+constexpr std::chrono::seconds kNodeProbe{2};
+
+// A node name the cluster does not know would otherwise be found only by
+// the allocatable stage, after the image import and the DaemonSet apply.
+// Read-only (GET, and LIST to name the nodes there are); nullopt when the
+// node exists or the API cannot tell us now.
+std::optional<Check> unknown_node(Context& ctx, const std::string& node) {
+  auto kube = cluster(ctx);
+  if (!kube) return std::nullopt;
+  const auto deadline =
+      std::min(ctx.deadline, ctx.host.clock().steady_now() + kNodeProbe);
+  auto live = (*kube)->get("/api/v1/nodes/" + node, deadline);
+  if (!live || *live) return std::nullopt;
+  const Error e = node_not_in_cluster(ctx, **kube, node, deadline);
+  return blocked("preflight.unknown-node", e.message, e.fix, e.exit);
+}
 
 class PreflightStage : public Stage {
  public:
@@ -49,10 +71,12 @@ class PreflightStage : public Stage {
     }
     // The node name is read now, not when the allocatable stage needs it:
     // a bad one must stop the run before the layers below change anything.
-    if (auto node = node_name(ctx); !node) {
+    auto node = node_name(ctx);
+    if (!node) {
       return blocked("preflight.node-name", node.error().message,
                      node.error().fix, node.error().exit);
     }
+    if (auto missing = unknown_node(ctx, *node)) return *missing;
     // The bundle is checked before anything is taken from it.
     auto bundle = verified_bundle(ctx);
     if (!bundle) {

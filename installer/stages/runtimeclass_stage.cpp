@@ -24,9 +24,9 @@ class RuntimeClassStage : public Stage {
 
   Check check(Context& ctx) override {
     auto kube = cluster(ctx);
-    if (!kube) return from_error(kube.error());
+    if (!kube) return from_error(ctx, kube.error());
     auto live = (*kube)->get(kPath, ctx.deadline);
-    if (!live) return from_error(live.error());
+    if (!live) return from_error(ctx, live.error());
     if (!*live) {
       return needed(
           "runtimeclass.missing", "RuntimeClass nvidia does not exist",
@@ -65,8 +65,8 @@ class RuntimeClassStage : public Stage {
   }
 
  private:
-  static Check from_error(const Error& e) {
-    return blocked("cluster.unreachable", e.message, e.fix, e.exit);
+  static Check from_error(Context& ctx, const Error& e) {
+    return cluster_blocked(ctx, e, "runtimeclass.manifest");
   }
 };
 

@@ -98,7 +98,7 @@ TEST_CASE("bad inputs: the state dir and its files", "[e2e][bad-inputs]") {
             must(::symlink("/srv", state(e).c_str()), "symlink");
             must(::lchown(state(e).c_str(), 65534, 65534), "lchown");
           },
-          5, "the symbolic link", kHostOnly),
+          5, "(a symbolic link) is owned by uid 65534", kHostOnly),
       damaged("a state dir that cannot be made leaves nothing it made",
               "good-v3", [](Env&) {}, 5, "cannot create directory",
               {"--state-dir", "/var/lib/new-a/new-b/" + std::string(300, 'x'),

@@ -2,6 +2,8 @@
 // and signed, installed on a simulated node (real containerd, simulated
 // k3s API) through the bundle's own install.sh; and refused when it does not
 // verify, with nothing changed.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 
@@ -106,15 +108,29 @@ TEST_CASE(
   CHECK(node.sim->stats()["writes"] == 0);
 }
 
-TEST_CASE("a trusted key installed on the node is enough, skipping is explicit",
-          "[e2e][bundle][cluster]") {
+TEST_CASE(
+    "a trusted key installed on the node is enough, and skipping the "
+    "signature is then refused",
+    "[e2e][bundle][cluster]") {
   if (!containerd_available()) FAIL("needs root and Debian's containerd");
   BundleNode node;
-  write_text(node.root + "/etc/gpunode/trusted-keys/publisher.pub",
-             read_text(node.key + ".pub"));
+  const std::string installed =
+      node.root + "/etc/gpunode/trusted-keys/publisher.pub";
+  write_text(installed, read_text(node.key + ".pub"));
   Run r = node.install_sh({});
   INFO(r.err);
   CHECK(r.exit_code == 0);
+  // Issue 11: the stick's install.sh with the flag installed a bundle the
+  // trusted key did not sign. The bundle, unsigned now, must be refused
+  // before anything is read from it.
+  REQUIRE(::unlink((node.bundle + "/bundle.toml.sig").c_str()) == 0);
+  node.sim->reset_stats();
   Run skipped = node.install_sh({"--insecure-skip-signature"});
-  CHECK(skipped.exit_code == 0);
+  INFO(skipped.err);
+  CHECK(skipped.exit_code == 2);
+  CHECK_THAT(skipped.err,
+             Catch::Contains("--insecure-skip-signature: refused, a key is "
+                             "trusted: " +
+                             installed));
+  CHECK(node.sim->stats()["writes"] == 0);
 }

@@ -113,35 +113,7 @@ TEST_CASE("another NVIDIA device plugin is refused unless --replace-existing",
   Node node;
   // Seed 004's node: Helm release nvdp in namespace nvidia-device-plugin.
   const std::string other = node.dir.path() + "/nvdp.yaml";
-  write_text(other, R"(apiVersion: v1
-kind: Namespace
-metadata:
-  name: nvidia-device-plugin
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: nvdp-nvidia-device-plugin
-  namespace: nvidia-device-plugin
-  labels:
-    app.kubernetes.io/instance: nvdp
-    app.kubernetes.io/managed-by: Helm
-  annotations:
-    meta.helm.sh/release-name: nvdp
-spec:
-  selector:
-    matchLabels:
-      app: nvdp
-  template:
-    metadata:
-      labels:
-        app: nvdp
-    spec:
-      runtimeClassName: nvidia
-      containers:
-      - name: nvidia-device-plugin-ctr
-        image: nvcr.io/nvidia/k8s-device-plugin:v0.19.3
-)");
+  write_text(other, helm_device_plugin_yaml());
   Run applied = node.kubectl({"apply", "--server-side", "-f", other});
   REQUIRE(applied.exit_code == 0);
   node.sim->reset_stats();
@@ -202,6 +174,13 @@ TEST_CASE("status names the field failures it finds", "[e2e][cluster]") {
     INFO(status.err);
     CHECK(status.exit_code == 1);
     CHECK_THAT(status.err, Catch::Contains("runtimeClassName"));
+    // The last line names what breaks the node (issue 11: it named the
+    // image stage's lesser "not pinned").
+    std::string last = status.err.substr(0, status.err.size() - 1);
+    last = last.substr(last.rfind('\n') + 1);
+    CHECK_THAT(last, Catch::Contains("status: "));
+    CHECK_THAT(last, Catch::Contains("- plugin: "));
+    CHECK_THAT(last, Catch::Contains("runtimeClassName"));
     // install puts it right.
     Run fixed = node.install();
     CHECK(fixed.exit_code == 0);

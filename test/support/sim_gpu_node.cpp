@@ -157,4 +157,37 @@ EndState end_state(SimGpuNode& node) {
   return s;
 }
 
+std::string helm_device_plugin_yaml() {
+  return R"(apiVersion: v1
+kind: Namespace
+metadata:
+  name: nvidia-device-plugin
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: nvdp-nvidia-device-plugin
+  namespace: nvidia-device-plugin
+  labels:
+    app.kubernetes.io/instance: nvdp
+    app.kubernetes.io/managed-by: Helm
+  annotations:
+    meta.helm.sh/release-name: nvdp
+    meta.helm.sh/release-namespace: nvidia-device-plugin
+spec:
+  selector:
+    matchLabels:
+      app: nvdp
+  template:
+    metadata:
+      labels:
+        app: nvdp
+    spec:
+      runtimeClassName: nvidia
+      containers:
+      - name: nvidia-device-plugin-ctr
+        image: nvcr.io/nvidia/k8s-device-plugin:v0.19.3
+)";
+}
+
 }  // namespace gpunode::test

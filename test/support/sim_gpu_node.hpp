@@ -52,6 +52,10 @@ struct SimGpuNode {
   std::string plugin_pod();  // the plugin pods' names, space-separated
 };
 
+// Another NVIDIA device plugin as the Helm chart installs it (seed 004's
+// node: release nvdp in namespace nvidia-device-plugin), for kubectl apply.
+std::string helm_device_plugin_yaml();
+
 // What an install leaves behind, as far as the result goes: the objects as
 // applied (not the server's bookkeeping: resourceVersion, uid, timestamps),
 // allocatable, containerd's image (digest and labels), the journal and the

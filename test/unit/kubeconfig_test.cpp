@@ -393,3 +393,60 @@ TEST_CASE("loading: missing, a directory, unreadable", "[kube]") {
     CHECK_THAT(r.error().fix, Catch::Contains("sudo"));
   }
 }
+
+TEST_CASE("two clusters, users or contexts of one name are refused", "[kube]") {
+  // kubectl refuses these (client-go clientcmd/api/v1/conversion.go:
+  // "duplicate name ... in list"); which entry is meant would be a guess.
+  const std::string yaml = k3s_yaml();
+  struct Case {
+    const char* list;
+    std::string entry;
+  };
+  const std::vector<Case> cases = {
+      {"clusters", "- name: default\n  cluster:\n    server: https://x:1\n"},
+      {"users", "- name: default\n  user:\n    token: t\n"},
+      {"contexts",
+       "- name: default\n  context: {cluster: default, user: default}\n"},
+  };
+  for (const auto& c : cases) {
+    DYNAMIC_SECTION(c.list) {
+      std::string doubled = yaml;
+      const std::string head = std::string(c.list) + ":\n";
+      doubled.insert(doubled.find(head) + head.size(), c.entry);
+      auto r = parse(doubled);
+      require_usage_error(
+          r, std::string(c.list) + " has two entries named \"default\"");
+      CHECK_THAT(r.error().message, Catch::StartsWith(kSource));
+      CHECK_THAT(r.error().fix, Catch::Contains("rename or remove"));
+    }
+  }
+  SECTION("the same name in different lists is fine") { CHECK(parse(yaml)); }
+}
+
+TEST_CASE("a kubeconfig with credentials readable by others is a warning",
+          "[kube]") {
+  TempDir t;
+  auto warnings_at = [&](unsigned mode) {
+    write_text(t.path() + kSource, k3s_yaml(), mode);
+    auto config =
+        kube::load_kubeconfig(*make_rooted_file_system(t.path()), kSource);
+    REQUIRE(config);
+    return config->warnings;
+  };
+  SECTION("0644, as k3s --write-kubeconfig-mode 644 writes it") {
+    const auto warnings = warnings_at(0644);
+    REQUIRE(warnings.size() == 1);
+    const std::string& w = warnings[0];
+    CHECK_THAT(w, Catch::Contains("readable by every local user (mode 0644)"));
+    CHECK_THAT(w, Catch::Contains("client key"));
+    CHECK_THAT(w, Catch::Contains("cluster-admin"));
+    CHECK_THAT(w, Catch::Contains("chmod 600 " + kSource));
+    CHECK_THAT(w, Catch::Contains("write-kubeconfig-mode: \"0600\""));
+  }
+  SECTION("0640: its group") {
+    const auto warnings = warnings_at(0640);
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0], Catch::Contains("readable by its group"));
+  }
+  SECTION("0600: nothing to say") { CHECK(warnings_at(0600).empty()); }
+}

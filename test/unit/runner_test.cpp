@@ -251,3 +251,62 @@ TEST_CASE("a run past its deadline stops with exit 3", "[runner]") {
   CHECK(h.run(RunMode::kInstall, std::move(s)) == ExitCode::kTimeout);
   CHECK(h.log == std::vector<std::string>{"check slow"});
 }
+
+TEST_CASE(
+    "status: the cluster connection is said once, as the cluster layer, and "
+    "the last line names it",
+    "[runner]") {
+  Harness h;
+  const Check down =
+      blocked(kClusterConnectionCode,
+              "/etc/rancher/k3s/k3s.yaml does not exist", "start k3s");
+  StageList s;
+  s.push_back(
+      std::make_unique<ScriptedStage>("a", std::vector<Check>{ok()}, &h.log));
+  s.push_back(
+      std::make_unique<ScriptedStage>("rc", std::vector<Check>{down}, &h.log));
+  s.push_back(
+      std::make_unique<ScriptedStage>("pl", std::vector<Check>{down}, &h.log));
+  CHECK(h.run(RunMode::kStatus, std::move(s)) == ExitCode::kBlocked);
+  const std::string err = h.err.str();
+  INFO(err);
+  std::size_t errors = 0;
+  for (auto at = err.find("[ERROR "); at != std::string::npos;
+       at = err.find("[ERROR ", at + 1))
+    ++errors;
+  CHECK(errors == 1);
+  CHECK_THAT(err, Catch::Contains("[ERROR cluster] /etc/rancher/k3s/k3s.yaml "
+                                  "does not exist"));
+  CHECK_THAT(err, Catch::Contains("status: blocked - cluster: /etc/rancher/"
+                                  "k3s/k3s.yaml does not exist"));
+  CHECK_THAT(h.out.str(), Catch::Contains("\"layer\":\"cluster\""));
+}
+
+// status over stages answering `checks` once each; its stderr.
+std::string status_of(
+    const std::vector<std::pair<std::string, Check>>& checks) {
+  Harness h;
+  StageList s;
+  for (const auto& [name, c] : checks)
+    s.push_back(
+        std::make_unique<ScriptedStage>(name, std::vector<Check>{c}, &h.log));
+  CHECK(h.run(RunMode::kStatus, std::move(s)) == ExitCode::kBlocked);
+  return h.err.str();
+}
+
+TEST_CASE(
+    "status: the last line names a blocked layer, else the cause the checks "
+    "found, before a lower layer's lesser change",
+    "[runner]") {
+  Check waiting = needed("w.wait", "advertises 0, not yet 1", "wait");
+  waiting.cause = "plugin: pod runs without runtimeClassName";
+  CHECK_THAT(status_of({{"image", need()}, {"allocatable", waiting}}),
+             Catch::Contains("status: blocked - plugin: pod runs without "
+                             "runtimeClassName"));
+  CHECK_THAT(
+      status_of(
+          {{"image", need()}, {"plugin", stop()}, {"allocatable", waiting}}),
+      Catch::Contains("status: blocked - plugin: broken"));
+  CHECK_THAT(status_of({{"image", need()}}),
+             Catch::Contains("status: blocked - image: missing"));
+}
