@@ -2,6 +2,7 @@
 // program gpunode ran says the same thing the same way.
 #include <signal.h>
 
+#include <algorithm>
 #include <string>
 
 #include "gpunode/host.hpp"
