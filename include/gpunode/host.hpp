@@ -55,10 +55,11 @@ class FileSystem {
 };
 
 // What is kept of each of a child's output streams. The largest output
-// gpunode reads back is a manifest from `ctr content get`; the OCI
-// distribution spec has registries accept manifests of at least 4 MiB, so
-// twice that is room enough, and memory stays bounded however much a child
-// prints (nvidia-smi printing 133 MB once took 408 MB).
+// gpunode reads back is a manifest from `ctr content get`; "Client and
+// registry implementations SHOULD expect to be able to support manifest
+// pushes of at least 4 megabytes" (OCI distribution-spec, spec.md, "Pushing
+// Manifests"), so twice that is room enough, and memory stays bounded however
+// much a child prints (nvidia-smi printing 133 MB once took 408 MB).
 inline constexpr std::size_t kMaxCapturedBytes = 8u << 20;
 
 struct ProcessResult {
