@@ -44,19 +44,6 @@ bool stop_requested() { return g_signal != 0 && g_shields == 0; }
 InterruptShield::InterruptShield() { ++g_shields; }
 InterruptShield::~InterruptShield() { --g_shields; }
 
-std::string signal_name(int sig) {
-  switch (sig) {
-    case SIGINT:
-      return "SIGINT";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGHUP:
-      return "SIGHUP";
-    default:
-      return "signal " + std::to_string(sig);
-  }
-}
-
 Error interrupted_error(const std::string& layer) {
   return Error{ExitCode::kInterrupted, layer,
                "interrupted by " + signal_name(interrupted()) +

@@ -28,8 +28,15 @@ status=0
 # The packaging tests (label package) run the binary inside a debootstrap
 # chroot without /proc, where LeakSanitizer cannot work; they prove the
 # portable tree of the normal build (scripts/test.sh), not memory safety.
-(cd build-asan && ctest --output-on-failure --timeout 900 -LE package \
-  -j "${GPUNODE_TEST_JOBS:-2}" "$@") || status=$?
+# run_reaped: as in scripts/test.sh, a test that leaves a process running
+# fails the run.
+(cd build-asan && mkdir -p Testing/Temporary &&
+  ./test/run_reaped ctest --output-on-failure --timeout 900 -LE package \
+    -j "${GPUNODE_TEST_JOBS:-2}" "$@" 2>&1 |
+  tee Testing/Temporary/gpunode-ctest-output.log) || status=$?
+(cd build-asan && bash ../scripts/test-summary.sh \
+  Testing/Temporary/gpunode-ctest-output.log Testing/Temporary/LastTest.log) ||
+  status=1
 
 if compgen -G "$logs/*" >/dev/null; then
   echo "test-sanitize: sanitizer reports (also from spawned processes):" >&2

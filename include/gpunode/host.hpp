@@ -67,6 +67,14 @@ class FileSystem {
   }
 };
 
+// What is kept of each of a child's output streams. The largest output
+// gpunode reads back is a manifest from `ctr content get`; "Client and
+// registry implementations SHOULD expect to be able to support manifest
+// pushes of at least 4 megabytes" (OCI distribution-spec, spec.md, "Pushing
+// Manifests"), so twice that is room enough, and memory stays bounded however
+// much a child prints (nvidia-smi printing 133 MB once took 408 MB).
+inline constexpr std::size_t kMaxCapturedBytes = 8u << 20;
+
 struct ProcessResult {
   int exit_code = -1;        // -1 when it did not exit normally
   int term_signal = 0;       // signal that ended it, if any
@@ -77,11 +85,26 @@ struct ProcessResult {
   std::optional<Error> input_error;  // the input source failed (run_with_input)
   std::string out;
   std::string err;
+  // The stream said more than kMaxCapturedBytes: what is kept is its start.
+  bool out_cut = false;
+  bool err_cut = false;
   bool succeeded() const {
     return exit_code == 0 && !not_found && !timed_out && !interrupted &&
            spawn_error.empty() && !input_error;
   }
 };
+
+// Why a child did not succeed, in one phrase for a message: "exit code 3:
+// <first line it printed>", "killed by signal 9 (SIGKILL)", "timed out",
+// "not found on PATH", ...; says when its output was cut. The one place that
+// words a ProcessResult's failure.
+std::string describe_failure(const ProcessResult& r);
+// " (output cut at 8 MiB)" when a stream was cut, else "": for messages
+// that quote a child's output themselves.
+std::string cut_note(const ProcessResult& r);
+// The first non-blank line of a child's output, trimmed and at most 300
+// characters: what a message quotes of it.
+std::string first_line_of(const std::string& text);
 
 class ProcessRunner {
  public:

@@ -37,7 +37,8 @@ class InterruptShield {
   InterruptShield& operator=(const InterruptShield&) = delete;
 };
 
-// "SIGINT", "SIGTERM", "SIGHUP", or "signal N".
+// "SIGINT", "SIGKILL", ... (the common ones), or "signal N". Defined in
+// host/process_failure.cpp, which words a child's death by signal with it.
 std::string signal_name(int sig);
 
 // ExitCode::kInterrupted naming the signal and where the run stopped.

@@ -13,11 +13,6 @@ std::vector<std::string> words(const std::string& line) {
   return out;
 }
 
-std::string first_line(const std::string& text) {
-  std::string t = text.substr(0, text.find('\n'));
-  return t.empty() ? text : t;
-}
-
 }  // namespace
 
 bool ImageRecord::has_label(const std::string& key,
@@ -38,12 +33,12 @@ Result<ProcessResult> CtrClient::ctr(std::vector<std::string> args,
                  "cannot " + what + ": k3s is not on PATH",
                  "run gpunode on the k3s node itself, as root"};
   }
-  if (!r.succeeded()) {
-    std::string why =
-        r.timed_out ? "timed out" : first_line(r.err.empty() ? r.out : r.err);
+  // A cut listing or blob would be read as a whole one: refuse it.
+  if (!r.succeeded() || r.out_cut) {
     return Error{r.timed_out ? ExitCode::kTimeout : ExitCode::kBlocked, "image",
                  "cannot " + what + ": k3s ctr " + args.front() + " " +
-                     (args.size() > 1 ? args[1] : "") + " failed (" + why + ")",
+                     (args.size() > 1 ? args[1] : "") + " failed (" +
+                     describe_failure(r) + ")",
                  "check that k3s is running (sudo systemctl status k3s) and "
                  "its containerd "
                  "answers: sudo k3s ctr version"};
@@ -140,7 +135,7 @@ Result<void> CtrClient::import_file(const std::string& path,
   if (!r.succeeded()) {
     return Error{r.timed_out ? ExitCode::kTimeout : ExitCode::kBlocked, "image",
                  "k3s ctr images import " + path + " failed (" +
-                     (r.timed_out ? "timed out" : first_line(r.err)) + ")",
+                     describe_failure(r) + ")",
                  "see the message above; free disk space under "
                  "/var/lib/rancher if it is full"};
   }
@@ -156,10 +151,7 @@ Result<void> CtrClient::import_stream(const ProcessRunner::InputSource& source,
   if (!r.succeeded()) {
     return Error{
         r.timed_out ? ExitCode::kTimeout : ExitCode::kBlocked, "image",
-        "k3s ctr images import - failed (" +
-            (r.timed_out ? std::string("timed out")
-                         : first_line(r.err.empty() ? r.spawn_error : r.err)) +
-            ")",
+        "k3s ctr images import - failed (" + describe_failure(r) + ")",
         "see the message above; free disk space under /var/lib/rancher if it "
         "is full"};
   }

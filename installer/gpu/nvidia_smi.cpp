@@ -78,19 +78,6 @@ bool contains(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-// The first non-blank line of what nvidia-smi printed, for messages.
-std::string first_line(const std::string& text) {
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line = trim(std::string_view(text).substr(pos, end - pos));
-    if (!line.empty()) return std::string(line.substr(0, 300));
-    pos = end + 1;
-  }
-  return {};
-}
-
 SmiAnswer fail(SmiOutcome outcome, std::string message) {
   return SmiAnswer{outcome,
                    Error{ExitCode::kBlocked, "driver", std::move(message), {}}};
@@ -208,13 +195,12 @@ SmiAnswer query_nvidia_smi(ProcessRunner& proc,
                                            " ms (killed)");
   }
   if (!r.spawn_error.empty()) {
-    return fail(SmiOutcome::kFailed,
-                "cannot start nvidia-smi: " + r.spawn_error);
+    return fail(SmiOutcome::kFailed, "nvidia-smi " + describe_failure(r));
   }
   // nvidia-smi prints these on stdout, but look at both streams: where they
   // go has changed between driver releases.
   const std::string said = r.out + "\n" + r.err;
-  const std::string quote = first_line(said);
+  const std::string quote = first_line_of(said) + cut_note(r);
   if (contains(said, "couldn't communicate with the NVIDIA driver")) {
     return fail(SmiOutcome::kNoCommunication, quote);
   }
@@ -225,11 +211,13 @@ SmiAnswer query_nvidia_smi(ProcessRunner& proc,
     return fail(SmiOutcome::kVersionMismatch, quote);
   }
   if (r.exit_code != 0) {
-    std::string how = r.exit_code >= 0
-                          ? "exit " + std::to_string(r.exit_code)
-                          : "signal " + std::to_string(r.term_signal);
-    return fail(SmiOutcome::kFailed, "nvidia-smi failed (" + how + ")" +
-                                         (quote.empty() ? "" : ": " + quote));
+    return fail(SmiOutcome::kFailed,
+                "nvidia-smi failed (" + describe_failure(r) + ")");
+  }
+  if (r.out_cut) {
+    // A GPU's line is about 150 bytes: no real answer comes near the cap.
+    return fail(SmiOutcome::kFailed,
+                "nvidia-smi printed more than a GPU list can be" + cut_note(r));
   }
   auto parsed = parse_query_gpu_csv(r.out);
   if (!parsed) return SmiAnswer{SmiOutcome::kFailed, parsed.error()};

@@ -1,12 +1,14 @@
 // Spawns programs with an argv (posix_spawnp), never through a shell. The
 // child gets /dev/null as stdin and its own process group, so a timeout kills
-// it and anything it started.
+// it and anything it started; so does its exit: a job it left running in the
+// background (holding its output open or not) is ended then.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "gpunode/crash_point.hpp"
 #include "gpunode/interrupt.hpp"
@@ -24,6 +27,18 @@ extern char** environ;
 
 namespace gpunode {
 namespace {
+
+// How long to read after the child exited: what it wrote is in the pipe
+// already; this only lets a job it left behind finish a last line.
+constexpr std::chrono::milliseconds kExitGrace{250};
+
+// True once `pid` has exited; it stays a zombie (WNOWAIT) until reaped.
+bool child_exited(pid_t pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info,
+                  WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == pid;
+}
 
 class PosixProcessRunner : public ProcessRunner {
  public:
@@ -146,11 +161,18 @@ class PosixProcessRunner : public ProcessRunner {
       crash_point("spawned:" + a, pid);
     }
 
+    // Woken when the child exits (pidfd, Linux 5.3+; without it a short
+    // tick): its exit, not the end of its output, ends the wait, since a
+    // background job it started may hold the pipes open for hours.
+    int exit_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::optional<std::chrono::steady_clock::time_point> drain_until;
     // fds[2] is the child's stdin while we still have input for it; writes
     // are non-blocking so a child that stops reading cannot hang us.
-    pollfd fds[3] = {
-        {out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}, {-1, POLLOUT, 0}};
+    pollfd fds[4] = {{out_pipe[0], POLLIN, 0},
+                     {err_pipe[0], POLLIN, 0},
+                     {-1, POLLOUT, 0},
+                     {exit_fd, POLLIN, 0}};
     if (input != nullptr) {
       ::fcntl(in_pipe[1], F_SETFL, ::fcntl(in_pipe[1], F_GETFL) | O_NONBLOCK);
       fds[2].fd = in_pipe[1];
@@ -162,31 +184,60 @@ class PosixProcessRunner : public ProcessRunner {
       if (fds[2].fd >= 0) ::close(fds[2].fd);
       fds[2].fd = -1;
     };
-    while (open_fds > 0) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
+    // Keeps the start of each stream, up to kMaxCapturedBytes; the rest is
+    // read and dropped, so the child is never blocked on a full pipe.
+    auto keep = [&](int stream, std::size_t n) {
+      std::string& text = stream == 0 ? result.out : result.err;
+      bool& cut = stream == 0 ? result.out_cut : result.err_cut;
+      const std::size_t room = kMaxCapturedBytes - text.size();
+      if (n > room) {
+        cut = true;
+        n = room;
+      }
+      text.append(buf, n);
+    };
+    for (;;) {
+      if (!drain_until && child_exited(pid)) {
+        drain_until = std::chrono::steady_clock::now() + kExitGrace;
+        close_input();
+        if (fds[3].fd >= 0) ::close(fds[3].fd);
+        fds[3].fd = -1;
+      }
+      if (drain_until && open_fds == 0) break;
+      const auto now = std::chrono::steady_clock::now();
+      if (drain_until) {
+        if (now >= *drain_until) {
+          spdlog::debug(
+              "{} exited; something it started still holds its "
+              "output: ending its process group",
+              argv[0]);
+          break;
+        }
+      } else if (now >= deadline) {
         result.timed_out = true;
         ::kill(-pid, SIGKILL);
         break;
-      }
-      if (stop_requested()) {
+      } else if (stop_requested()) {
         // Stop the child rather than leave it running after we exit; the
         // caller undoes what it half did (e.g. a cut image import).
         result.interrupted = true;
         ::kill(-pid, SIGKILL);
         break;
       }
-      int n = ::poll(fds, 3,
-                     static_cast<int>(std::min<long long>(left.count(), 1000)));
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          (drain_until ? *drain_until : deadline) - now);
+      const long long tick = exit_fd < 0 && !drain_until ? 50 : 1000;
+      int n =
+          ::poll(fds, 4,
+                 static_cast<int>(std::min<long long>(left.count() + 1, tick)));
       if (n < 0 && errno != EINTR) break;
+      if (n <= 0) continue;
       for (int i = 0; i < 2; ++i) {
         if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
           continue;
         ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
         if (got > 0) {
-          (i == 0 ? result.out : result.err)
-              .append(buf, static_cast<std::size_t>(got));
+          keep(i, static_cast<std::size_t>(got));
         } else if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
           ::close(fds[i].fd);
           fds[i].fd = -1;
@@ -221,6 +272,10 @@ class PosixProcessRunner : public ProcessRunner {
         }
       }
     }
+    // The child is dead, or a zombie still holding its process group's id,
+    // so this reaches only what it started (and never a recycled group):
+    // nothing gpunode ran outlives the call.
+    ::kill(-pid, SIGKILL);
     close_input();
     for (auto& f : fds) {
       if (f.fd >= 0) ::close(f.fd);

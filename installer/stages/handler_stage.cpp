@@ -433,14 +433,6 @@ ConfigState read_state(const FileSystem& fs) {
   return s;
 }
 
-std::string trimmed(std::string s, std::size_t max = 600) {
-  while (!s.empty() &&
-         (s.back() == '\n' || s.back() == ' ' || s.back() == '\r'))
-    s.pop_back();
-  if (s.size() > max) s = "..." + s.substr(s.size() - max);
-  return s;
-}
-
 class HandlerStage : public Stage {
  public:
   std::string_view name() const override { return "handler"; }
@@ -504,19 +496,9 @@ class HandlerStage : public Stage {
                      "systemctl restart " + *unit + " did not finish in time",
                      logs};
       }
-      std::string why;
-      if (r.not_found) {
-        why = "systemctl is not on PATH";
-      } else if (!r.spawn_error.empty()) {
-        why = r.spawn_error;
-      } else {
-        why =
-            (r.term_signal ? "killed by signal " + std::to_string(r.term_signal)
-                           : "exit code " + std::to_string(r.exit_code));
-        if (!trimmed(r.err).empty()) why += ": " + trimmed(r.err);
-      }
       return Error{ExitCode::kBlocked, "handler",
-                   "systemctl restart " + *unit + " failed (" + why + ")",
+                   "systemctl restart " + *unit + " failed (" +
+                       describe_failure(r) + ")",
                    logs};
     }
     return wait_for_render(ctx, *unit, before);

@@ -1,7 +1,8 @@
 // On a real NVIDIA host: NVML (through dlopen) and the real nvidia-smi must
 // tell the same story, and the driver stage must answer from NVML. Without a
-// GPU these pass with a warning (Catch2 v2 has no SKIP), so CI can run them
-// anywhere; the simulated nvidia-smi is kept off PATH so it cannot stand in.
+// GPU they are skipped (exit 77, "Skipped" in ctest: skip_test), so CI can run
+// them anywhere; the simulated nvidia-smi is kept off PATH so it cannot stand
+// in.
 #include <limits.h>
 #include <stdlib.h>
 
@@ -63,7 +64,7 @@ class RealPath {
   std::string old_;
 };
 
-// The real nvidia-smi, or nullopt (with a warning) when there is none.
+// The real nvidia-smi, or nullopt when there is none (the caller skips).
 std::optional<std::string> real_nvidia_smi(ProcessRunner& runner) {
   auto found = runner.which("nvidia-smi");
   if (!found) return std::nullopt;
@@ -76,25 +77,22 @@ TEST_CASE("NVML and nvidia-smi report the same GPUs", "[gpu]") {
   auto runner = make_posix_process_runner();
   NvmlAnswer nvml = query_nvml();
   if (nvml.outcome == NvmlOutcome::kLibraryMissing) {
-    WARN("no NVIDIA GPU: skipped (" << nvml.inventory.error().message << ")");
-    return;
+    GPUNODE_SKIP("no NVIDIA GPU (" + nvml.inventory.error().message + ")");
   }
   if (!real_nvidia_smi(*runner)) {
-    WARN(
-        "no NVIDIA GPU: skipped (libnvidia-ml.so.1 loads, but no real "
-        "nvidia-smi on PATH)");
-    return;
+    GPUNODE_SKIP(
+        "no NVIDIA GPU (libnvidia-ml.so.1 loads, but no real nvidia-smi on "
+        "PATH)");
   }
   SmiAnswer smi = query_nvidia_smi(*runner, std::chrono::seconds(60));
   if (nvml.outcome != NvmlOutcome::kOk) {
     // A library without a working driver: nvidia-smi must fail too.
     INFO("NVML: " << nvml.inventory.error().message);
     CHECK(smi.outcome != SmiOutcome::kOk);
-    WARN("no usable NVIDIA GPU: NVML says "
-         << nvml.inventory.error().message << "; nvidia-smi says "
-         << (smi.inventory.ok() ? std::string("ok")
-                                : smi.inventory.error().message));
-    return;
+    GPUNODE_SKIP("no usable NVIDIA GPU: NVML says " +
+                 nvml.inventory.error().message + "; nvidia-smi says " +
+                 (smi.inventory.ok() ? std::string("ok")
+                                     : smi.inventory.error().message));
   }
   if (!smi.inventory.ok())
     FAIL("nvidia-smi: " << smi.inventory.error().message);
@@ -129,8 +127,9 @@ TEST_CASE("the driver stage answers from NVML on this machine", "[gpu]") {
   auto host = make_system_host("/");
   if (nvml.outcome != NvmlOutcome::kOk ||
       !host->fs().stat("/proc/driver/nvidia/version")) {
-    WARN("no NVIDIA GPU: skipped");
-    return;
+    GPUNODE_SKIP(
+        "no NVIDIA GPU (no working NVML or no "
+        "/proc/driver/nvidia/version)");
   }
   Options opts;  // root "/": NVML is asked
   Context ctx{*host, opts, Facts{},

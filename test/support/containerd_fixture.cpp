@@ -138,6 +138,11 @@ void Containerd::start() {
   write_text(bin_dir_ + "/k3s",
              "#!/bin/sh\n"
              "# Test stand-in for k3s: only `k3s ctr ARGS...` is supported.\n"
+             "# GPUNODE_TEST_K3S_CTR_SIGNAL=SIG: dies of that signal instead\n"
+             "# (the bad-input corpus).\n"
+             "if [ -n \"${GPUNODE_TEST_K3S_CTR_SIGNAL:-}\" ]; then\n"
+             "  kill -s \"$GPUNODE_TEST_K3S_CTR_SIGNAL\" $$\n"
+             "fi\n"
              "if [ \"$1\" = ctr ]; then\n"
              "  shift\n"
              "  CONTAINERD_NAMESPACE=\"${CONTAINERD_NAMESPACE:-k8s.io}\"\n"

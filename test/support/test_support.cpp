@@ -8,12 +8,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
 #include "gpunode/journal.hpp"
+#include "proc_table.hpp"
 
 extern char** environ;
 
@@ -263,14 +267,14 @@ Background::Background(const std::vector<std::string>& argv,
 
 Background::~Background() {
   if (pid_ > 0) {
-    ::kill(-pid_, SIGKILL);
+    kill_tree(pid_, SIGKILL);
     int status = 0;
     ::waitpid(pid_, &status, 0);
   }
 }
 
 void Background::kill_all(int sig) {
-  if (pid_ > 0) ::kill(-pid_, sig);
+  if (pid_ > 0) kill_tree(pid_, sig);
 }
 
 std::string Background::err_so_far() const {
@@ -316,6 +320,44 @@ Run run_gpunode(const std::vector<std::string>& args,
   std::vector<std::string> argv{GPUNODE_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_with_sim(argv, env);
+}
+
+namespace {
+
+bool g_skipped = false;
+
+}  // namespace
+
+void skip_test(const std::string& reason) {
+  g_skipped = true;
+  std::cout << "SKIPPED: " << reason << std::endl;
+}
+
+bool test_skipped() { return g_skipped; }
+
+void reset_skipped() { g_skipped = false; }
+
+bool process_running(pid_t pid) {
+  ProcEntry e;
+  return read_proc_entry(pid, e) && e.running();
+}
+
+void kill_tree(pid_t pid, int sig) {
+  // Descendants first, found while their parents still live (a killed
+  // parent's children are reparented and no longer traceable). A program
+  // gpunode runs gets a process group of its own, so killing gpunode's group
+  // alone would leave it running.
+  const auto table = proc_table();
+  const std::set<pid_t> tree = tree_of(pid, table);
+  const pid_t own_group = ::getpgrp();
+  std::set<pid_t> groups{pid};
+  for (pid_t p : tree) {
+    const auto it = table.find(p);
+    if (it != table.end() && it->second.pgid != own_group)
+      groups.insert(it->second.pgid);
+  }
+  for (pid_t g : groups) ::kill(-g, sig);
+  for (pid_t p : tree) ::kill(p, sig);
 }
 
 }  // namespace gpunode::test

@@ -146,4 +146,31 @@ class Background {
 Run run_gpunode(const std::vector<std::string>& args,
                 const std::vector<std::string>& env = {});
 
+// The exit status of a test binary whose test cases all skipped: ctest shows
+// it as "Skipped" (SKIP_RETURN_CODE in test/CMakeLists.txt), the packaging
+// scripts use the same. Catch2 v2 has no SKIP of its own.
+inline constexpr int kSkipExitCode = 77;
+
+// Marks the running test case as skipped for `reason` and prints
+// "SKIPPED: <reason>" on stdout, where scripts/test.sh collects the reasons.
+// The caller returns right after (GPUNODE_SKIP does both). Only for what a
+// developer's machine may lack and CI may too (a GPU); what setup.sh
+// installs (containerd) or CI always has (root) is a FAIL when missing.
+void skip_test(const std::string& reason);
+bool test_skipped();   // skip_test() was called in this test case
+void reset_skipped();  // a new test case starts (test/catch_main.cpp)
+
+// Ends every process in the tree under `pid` (its descendants, whatever
+// process group they moved to) and then `pid`'s own group with `sig`.
+void kill_tree(pid_t pid, int sig);
+// True while `pid` runs (not gone, not a zombie).
+bool process_running(pid_t pid);
+
 }  // namespace gpunode::test
+
+// Skips the running test case (see skip_test) and returns from it.
+#define GPUNODE_SKIP(reason)            \
+  do {                                  \
+    ::gpunode::test::skip_test(reason); \
+    return;                             \
+  } while (0)

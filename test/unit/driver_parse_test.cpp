@@ -284,7 +284,7 @@ TEST_CASE("nvidia-smi's failures are told apart", "[driver]") {
               "NVML library version: 580.159\n"),
        SmiOutcome::kVersionMismatch, "Driver/library version mismatch"},
       {"other exit", exited(2, "Field \"x\" is not a valid field to query.\n"),
-       SmiOutcome::kFailed, "exit 2"},
+       SmiOutcome::kFailed, "exit code 2"},
       {"garbage", exited(0, "hello\n"), SmiOutcome::kFailed, "line 1"},
   };
   for (const auto& row : rows) {
