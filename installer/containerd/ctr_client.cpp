@@ -18,6 +18,28 @@ std::string first_line(const std::string& text) {
   return t.empty() ? text : t;
 }
 
+// A failed `ctr images import`. A disk that fills during the import (the
+// preflight estimate is only an estimate) is said as such; the image stage
+// then removes whatever record the import left.
+Error import_failed(const std::string& what, const ProcessResult& r) {
+  if (r.timed_out)
+    return Error{ExitCode::kTimeout, "image", what + " failed (timed out)",
+                 "rerun with a longer --timeout"};
+  const std::string text = r.err.empty() ? r.spawn_error : r.err;
+  if (text.find("no space left on device") != std::string::npos)
+    return Error{ExitCode::kBlocked, "image",
+                 what +
+                     " failed: the disk under "
+                     "/var/lib/rancher/k3s/agent/containerd is full (" +
+                     first_line(text) + ")",
+                 "free space there (e.g. sudo k3s crictl rmi --prune removes "
+                 "unused images), then rerun gpunode install"};
+  return Error{ExitCode::kBlocked, "image",
+               what + " failed (" + first_line(text) + ")",
+               "see the message above; free disk space under /var/lib/rancher "
+               "if it is full"};
+}
+
 }  // namespace
 
 bool ImageRecord::has_label(const std::string& key,
@@ -137,13 +159,7 @@ Result<void> CtrClient::import_file(const std::string& path,
   auto argv = import_args(base_name);
   argv.push_back(path);
   ProcessResult r = proc_.run(argv, timeout_);
-  if (!r.succeeded()) {
-    return Error{r.timed_out ? ExitCode::kTimeout : ExitCode::kBlocked, "image",
-                 "k3s ctr images import " + path + " failed (" +
-                     (r.timed_out ? "timed out" : first_line(r.err)) + ")",
-                 "see the message above; free disk space under "
-                 "/var/lib/rancher if it is full"};
-  }
+  if (!r.succeeded()) return import_failed("k3s ctr images import " + path, r);
   return {};
 }
 
@@ -153,16 +169,7 @@ Result<void> CtrClient::import_stream(const ProcessRunner::InputSource& source,
   argv.push_back("-");
   ProcessResult r = proc_.run_with_input(argv, timeout_, source);
   if (r.input_error) return *r.input_error;
-  if (!r.succeeded()) {
-    return Error{
-        r.timed_out ? ExitCode::kTimeout : ExitCode::kBlocked, "image",
-        "k3s ctr images import - failed (" +
-            (r.timed_out ? std::string("timed out")
-                         : first_line(r.err.empty() ? r.spawn_error : r.err)) +
-            ")",
-        "see the message above; free disk space under /var/lib/rancher if it "
-        "is full"};
-  }
+  if (!r.succeeded()) return import_failed("k3s ctr images import -", r);
   return {};
 }
 

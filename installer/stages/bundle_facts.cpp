@@ -1,5 +1,6 @@
 #include "stages/bundle_facts.hpp"
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -44,6 +45,7 @@ Result<const VerifiedBundle*> verified_bundle(Context& ctx) {
   auto options = bundle::trust_options(ctx.host.fs(), ctx.opts.trust_keys,
                                        ctx.opts.insecure_skip_signature);
   if (!options) return options.error();
+  options->deadline = std::chrono::steady_clock::now() + ctx.time_left();
   auto report = bundle::verify_bundle(*ctx.opts.bundle, *options);
   if (!report) return report.error();
   VerifiedBundle vb;
