@@ -360,8 +360,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a disk that fills during the import stops it, says so, and leaves no "
-    "image record",
+    "a disk that fills during the import stops it and says so and leaves "
+    "no image record",
     "[e2e][image][containerd]") {
   REQUIRE_CONTAINERD();
   ImageNode node;  // containerd emptied

@@ -129,7 +129,7 @@ TEST_CASE("the deadline and a Ctrl-C stop an archive's verification",
   CHECK(verify(tar));  // and nothing is left over for the next one
 }
 
-TEST_CASE("images containerd cannot unpack are refused, named",
+TEST_CASE("images containerd cannot unpack are refused by name",
           "[image][limits]") {
   SECTION("no layers") {
     OciDocs d;
