@@ -37,7 +37,13 @@ constexpr const char* kManifestName = "bundle.toml";
 constexpr const char* kSignatureName = "bundle.toml.sig";
 constexpr std::size_t kMaxSignatureBytes = 4096;  // Ed25519: 64 bytes
 constexpr std::size_t kEd25519SignatureBytes = 64;
-constexpr std::size_t kReadBlock = 4u << 20;  // per pread, per thread
+// Per pread, per thread. Small on purpose: the kernel copies each block
+// from the page cache into this buffer and SHA-256 reads it straight back,
+// so it must stay in the core's cache. Measured on the 2-core build
+// machine over a 1 GB bundle: 4 MiB blocks cost 0.45-0.55 s of system time
+// per GB (the copy missing the cache), 64 KiB blocks 0.06-0.12 s, for the
+// same 0.65 s of hashing.
+constexpr std::size_t kReadBlock = 64u << 10;
 constexpr int kMaxDepth = 64;
 constexpr const char* kFix =
     "get a fresh copy of the bundle from its publisher; do not install from "
