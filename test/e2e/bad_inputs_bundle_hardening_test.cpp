@@ -231,6 +231,37 @@ TEST_CASE(
   run_table("image archive hardening", cases);
 }
 
+TEST_CASE("bad inputs: a bundle whose image containerd cannot unpack",
+          "[e2e][bad-inputs][limits]") {
+  // Refused in preflight, as an --image-archive is: before, only the image
+  // stage looked, after runtimeclass had changed the cluster.
+  const std::vector<BadInput> cases = {
+      {"a layer of an unknown media type, bundle.toml rewritten to match",
+       "good-v3", kBundle,
+       [](Env& e) {
+         const std::string image =
+             e.bundle + "/images/k8s-device-plugin-v0.19.3.tar";
+         OciDocs d;
+         const std::string l = d.blob("application/vnd.example.thing", "x");
+         const std::string tar =
+             d.tar(d.manifest(d.config({digest_of_desc(l)}), {l}), kRef);
+         write_text(image, tar);
+         const std::string toml = e.bundle + "/bundle.toml";
+         auto m = bundle::parse_manifest(read_text(toml), toml);
+         REQUIRE(m);
+         for (auto& f : m->files) {
+           if (f.path != "images/k8s-device-plugin-v0.19.3.tar") continue;
+           f.size = tar.size();
+           f.sha256 = gpunode::sha256_hex(tar);
+           f.chunks = {f.sha256};
+         }
+         write_text(toml, bundle::write_manifest(*m));
+         return e.install({"--bundle", e.bundle, "--insecure-skip-signature"});
+       },
+       2, "which containerd cannot unpack"}};
+  run_table("bundle image", cases);
+}
+
 TEST_CASE(
     "bad inputs: a compressed archive too large for the disk once "
     "imported",
