@@ -28,6 +28,7 @@
 
 #include "gpunode/bundle.hpp"
 #include "gpunode/bundle_create.hpp"
+#include "gpunode/crash_point.hpp"
 #include "gpunode/image_archive.hpp"
 #include "gpunode/images_lock.hpp"
 #include "gpunode/journal.hpp"
@@ -206,10 +207,10 @@ Result<FileEntry> copy_file(const std::string& src, const std::string& root,
   FdCloser out_closer(*out);
   ChunkedHasher hasher;
   std::vector<char> buf(1 << 20);
+  crash_point("bundle-create:copy");
   for (;;) {
-    // `bundle create` has no --timeout; a caller that installed the
-    // interrupt handlers gets its Ctrl-C here (the partial output is then
-    // removed by PartialDir).
+    // `bundle create` has no --timeout; a Ctrl-C ends the copy here and
+    // PartialDir removes the partial output.
     if (auto go = keep_going(kNoDeadline, "bundle", "copying " + src); !go)
       return go.error();
     const ssize_t r = ::read(in, buf.data(), buf.size());

@@ -306,3 +306,24 @@ TEST_CASE(
        "needed"}};
   run_table("disk", cases);
 }
+
+TEST_CASE(
+    "Ctrl-C during bundle create removes the partial bundle and exits 130",
+    "[e2e][bundle][limits]") {
+  TempDir tmp;
+  build_image(tmp.path() + "/plugin.tar", ImageSpec{});
+  const auto before = snapshot_tree(tmp.path());
+  // The second file copied is the image archive (the first: bin/gpunode).
+  Run r = run_gpunode(
+      {"bundle", "create", "--out", tmp.path() + "/bundle", "--image-archive",
+       tmp.path() + "/plugin.tar", "--created", "2026-11-29T10:00:00Z"},
+      {"GPUNODE_TEST_CRASH_AT=bundle-create:copy@2",
+       "GPUNODE_TEST_CRASH_SIGNAL=INT"});
+  INFO(r.err);
+  CHECK(r.exit_code == 130);
+  CHECK_THAT(r.err, Catch::Contains("interrupted by SIGINT") &&
+                        Catch::Contains("(while copying " + tmp.path() +
+                                        "/plugin.tar)"));
+  // No bundle, and no partial one beside it.
+  CHECK(snapshot_tree(tmp.path()) == before);
+}
