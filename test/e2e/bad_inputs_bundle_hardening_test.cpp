@@ -269,6 +269,36 @@ TEST_CASE("bad inputs: a bundle whose image containerd cannot unpack",
   run_table("bundle image", cases);
 }
 
+TEST_CASE("bad inputs: a bundle too slow to verify within --timeout",
+          "[e2e][bad-inputs][limits]") {
+  // A 6 GiB file of zeros (sparse) listed with the right size and chunk
+  // count but made-up chunk digests: hashing it all ends in exit 4, unless
+  // the deadline stops it first.
+  const std::vector<BadInput> cases = {
+      {"a 6 GiB file and --timeout 1s", "good-v3", kBundle,
+       [](Env& e) {
+         const std::uint64_t size = 6ull << 30;
+         write_text(e.bundle + "/images/zeros.bin", "");
+         truncate_to(e.bundle + "/images/zeros.bin",
+                     static_cast<long long>(size));
+         const std::string toml = e.bundle + "/bundle.toml";
+         auto m = bundle::parse_manifest(read_text(toml), toml);
+         REQUIRE(m);
+         bundle::FileEntry f{
+             "images/zeros.bin", size, std::string(64, 'a'), {}};
+         f.chunks.assign(size / m->chunk_bytes, std::string(64, 'b'));
+         m->files.push_back(f);
+         std::sort(
+             m->files.begin(), m->files.end(),
+             [](const auto& a, const auto& b) { return a.path < b.path; });
+         write_text(toml, bundle::write_manifest(*m));
+         return e.install({"--bundle", e.bundle, "--insecure-skip-signature",
+                           "--timeout", "1s"});
+       },
+       3, "the --timeout ran out while verifying the bundle"}};
+  run_table("bundle", cases);
+}
+
 TEST_CASE(
     "bad inputs: a compressed archive too large for the disk once "
     "imported",
