@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -310,16 +311,23 @@ struct Item {
 };
 
 // Hashes [offset, offset+length) of fd into `digest` (hex), through `buf`.
-// Returns "" or what went wrong; `stop` is polled between reads.
+// Returns "" or what went wrong. `go_on` is asked every 4 MiB (a chunk is
+// 64 MiB: seconds on a slow stick) whether to carry on.
 std::string hash_range(int fd, std::uint64_t offset, std::uint64_t length,
                        EVP_MD_CTX* ctx, std::vector<char>& buf,
                        std::atomic<std::uint64_t>& bytes,
-                       const std::atomic<bool>& stop, std::string& digest) {
+                       const std::function<bool()>& go_on,
+                       std::string& digest) {
   if (EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1)
     return "cannot start SHA-256";
+  constexpr std::uint64_t kAskEvery = 4u << 20;
   std::uint64_t done = 0;
+  std::uint64_t asked_at = 0;
   while (done < length) {
-    if (stop.load(std::memory_order_relaxed)) return "stopped";
+    if (done - asked_at >= kAskEvery) {
+      asked_at = done;
+      if (!go_on()) return "stopped";
+    }
     const std::size_t want = static_cast<std::size_t>(
         std::min<std::uint64_t>(buf.size(), length - done));
     const ssize_t n =
@@ -462,9 +470,18 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
     // share it.
     Fd fd;
     std::size_t fd_file = files.size();
-    for (std::size_t k; !stop && (k = next.fetch_add(1)) < items.size();) {
-      if (auto go = keep_going(options.deadline, "bundle", doing); !go)
-        return give_up(go.error());
+    // Between items and inside long ones: the deadline, a Ctrl-C, or
+    // another thread that gave up.
+    const std::function<bool()> go_on = [&] {
+      if (stop) return false;
+      if (auto go = keep_going(options.deadline, "bundle", doing); !go) {
+        give_up(go.error());
+        return false;
+      }
+      return true;
+    };
+    for (std::size_t k; (k = next.fetch_add(1)) < items.size();) {
+      if (!go_on()) return;
       const Item& it = items[k];
       const FileEntry& f = files[it.file];
       if (fd_file != it.file) {
@@ -482,7 +499,7 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
       if (!fd) continue;  // its open failed for an earlier chunk
       std::string digest;
       std::string error = hash_range(fd.get(), it.offset, it.length, ctx.get(),
-                                     buf, bytes, stop, digest);
+                                     buf, bytes, go_on, digest);
       if (!error.empty()) {
         item_problems[k] = std::move(error);
       } else if (digest != f.chunks[it.chunk]) {
