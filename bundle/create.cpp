@@ -28,9 +28,11 @@
 
 #include "gpunode/bundle.hpp"
 #include "gpunode/bundle_create.hpp"
+#include "gpunode/crash_point.hpp"
 #include "gpunode/image_archive.hpp"
 #include "gpunode/images_lock.hpp"
 #include "gpunode/journal.hpp"
+#include "gpunode/work_limits.hpp"
 #include "manifests_data.hpp"
 
 namespace gpunode::bundle {
@@ -46,6 +48,8 @@ constexpr const char* kInstallSh =
     "\"$0\")\" \"$@\"\n";
 
 Error io_error(const std::string& what, int err) {
+  // Out of descriptors or memory is this machine's limit, not the input's.
+  if (auto limit = out_of_resources(err, kLayer, what)) return *limit;
   return Error{
       ExitCode::kBlocked, kLayer, what + ": " + std::strerror(err), {}};
 }
@@ -203,7 +207,12 @@ Result<FileEntry> copy_file(const std::string& src, const std::string& root,
   FdCloser out_closer(*out);
   ChunkedHasher hasher;
   std::vector<char> buf(1 << 20);
+  crash_point("bundle-create:copy");
   for (;;) {
+    // `bundle create` has no --timeout; a Ctrl-C ends the copy here and
+    // PartialDir removes the partial output.
+    if (auto go = keep_going(kNoDeadline, "bundle", "copying " + src); !go)
+      return go.error();
     const ssize_t r = ::read(in, buf.data(), buf.size());
     if (r < 0) {
       if (errno == EINTR) continue;

@@ -21,6 +21,9 @@
 #include <optional>
 #include <set>
 
+#include "gpunode/crash_point.hpp"
+#include "gpunode/work_limits.hpp"
+
 namespace gpunode {
 namespace {
 
@@ -60,12 +63,44 @@ struct Entry {
   std::uint64_t size = 0;
   std::string digest;  // "sha256:<hex>" of the content, when hashed
   std::optional<std::string> content;  // kept when small enough
+  // A gzip member's trailer (RFC 1952, 2.3.1): ISIZE, the uncompressed size
+  // modulo 2^32. Set when hashed content starts with gzip's magic.
+  std::optional<std::uint32_t> gzip_isize;
 };
 
 struct Scan {
   std::map<std::string, Entry> entries;  // by normalised name
   bool compressed = false;
   std::uint64_t bytes_hashed = 0;
+  std::uint64_t member_bytes = 0;  // sum of the regular members' sizes
+};
+
+// The first two and the last four bytes of a stream, for gzip_isize.
+class Ends {
+ public:
+  void add(const unsigned char* p, std::size_t n) {
+    for (std::size_t i = 0; i < n && head_n_ < 2; ++i) head_[head_n_++] = p[i];
+    const std::size_t take = std::min<std::size_t>(n, 4);
+    // Shift what is kept left by `take`, then append the newest bytes.
+    for (std::size_t i = 0; i + take < 4; ++i) tail_[i] = tail_[i + take];
+    for (std::size_t i = 0; i < take; ++i)
+      tail_[4 - take + i] = p[n - take + i];
+    total_ += n;
+  }
+  std::optional<std::uint32_t> gzip_isize() const {
+    if (head_n_ < 2 || head_[0] != 0x1f || head_[1] != 0x8b || total_ < 18)
+      return std::nullopt;  // 18: gzip's smallest member (header + trailer)
+    return static_cast<std::uint32_t>(tail_[0]) |
+           static_cast<std::uint32_t>(tail_[1]) << 8 |
+           static_cast<std::uint32_t>(tail_[2]) << 16 |
+           static_cast<std::uint32_t>(tail_[3]) << 24;
+  }
+
+ private:
+  unsigned char head_[2] = {0, 0};
+  std::size_t head_n_ = 0;
+  unsigned char tail_[4] = {0, 0, 0, 0};
+  std::uint64_t total_ = 0;
 };
 
 std::string hex(const unsigned char* md, unsigned len) {
@@ -117,7 +152,9 @@ bool is_blob_name(const std::string& name, std::string* hex_out) {
 // and hashed.
 Result<Scan> scan_archive(
     const std::string& path, const std::string_view* bytes, bool hash_all,
-    const std::function<bool(const std::string&)>& want_data) {
+    const std::function<bool(const std::string&)>& want_data,
+    SteadyTime deadline) {
+  const std::string doing = "verifying the image archive " + path;
   ArchivePtr a(archive_read_new());
   archive_read_support_filter_all(a.get());
   archive_read_support_format_tar(a.get());
@@ -135,6 +172,9 @@ Result<Scan> scan_archive(
     // opening: a file we can open but libarchive cannot read is not a tar.
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
+      if (auto limit = out_of_resources(errno, "image",
+                                        "cannot open image archive " + path))
+        return *limit;
       return Error{
           ExitCode::kUsage, "image",
           "cannot read image archive " + path + ": " + std::strerror(errno),
@@ -152,6 +192,7 @@ Result<Scan> scan_archive(
                             ? std::min(kBlockBytes, bytes->size() + 1)
                             : kBlockBytes);
   for (;;) {
+    if (auto go = keep_going(deadline, "image", doing); !go) return go.error();
     archive_entry* e = nullptr;
     int rc = archive_read_next_header(a.get(), &e);
     if (rc == ARCHIVE_EOF) break;
@@ -167,6 +208,8 @@ Result<Scan> scan_archive(
     if (scan.entries.empty()) {
       scan.compressed = archive_filter_count(a.get()) > 1;
     }
+    // Tests stop or signal the run here (include/gpunode/crash_point.hpp).
+    crash_point("image-archive:entry");
     auto name = safe_name(path, archive_entry_pathname(e));
     if (!name) return name.error();
     const mode_t type = archive_entry_filetype(e);
@@ -193,7 +236,10 @@ Result<Scan> scan_archive(
     if (hash_all || keep) {
       EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr);
       std::string kept;
+      Ends ends;
       for (;;) {
+        if (auto go = keep_going(deadline, "image", doing); !go)
+          return go.error();
         la_ssize_t n = archive_read_data(a.get(), buf.data(), buf.size());
         if (n < 0) {
           const char* why = archive_error_string(a.get());
@@ -203,6 +249,8 @@ Result<Scan> scan_archive(
         }
         if (n == 0) break;
         EVP_DigestUpdate(md.get(), buf.data(), static_cast<std::size_t>(n));
+        ends.add(reinterpret_cast<const unsigned char*>(buf.data()),
+                 static_cast<std::size_t>(n));
         entry.size += static_cast<std::uint64_t>(n);
         if (keep && kept.size() + static_cast<std::size_t>(n) <= kKeepBytes) {
           kept.append(buf.data(), static_cast<std::size_t>(n));
@@ -216,6 +264,7 @@ Result<Scan> scan_archive(
       unsigned len = 0;
       EVP_DigestFinal_ex(md.get(), out, &len);
       entry.digest = "sha256:" + hex(out, len);
+      entry.gzip_isize = ends.gzip_isize();
       scan.bytes_hashed += entry.size;
       if (keep && entry.size <= kKeepBytes) entry.content = std::move(kept);
       std::string blob_hex;
@@ -231,6 +280,7 @@ Result<Scan> scan_archive(
       entry.size = static_cast<std::uint64_t>(archive_entry_size(e));
       archive_read_data_skip(a.get());
     }
+    scan.member_bytes += entry.size;
     scan.entries.emplace(*name, std::move(entry));
   }
   return scan;
@@ -278,10 +328,45 @@ std::string platform_of(const json& p) {
   return string_field(p, "os") + "/" + string_field(p, "architecture");
 }
 
+// Layer and config media types that containerd unpacks (containerd
+// images/mediatypes.go, IsLayerType and the config cases of images.Config):
+// anything else imports, then fails inside `ctr` with no useful message.
+bool is_layer_type(const std::string& media) {
+  if (media.rfind("application/vnd.oci.image.layer.", 0) == 0) {
+    return media.find("+encrypted") == std::string::npos;  // needs ocicrypt
+  }
+  return media == "application/vnd.docker.image.rootfs.diff.tar" ||
+         media == "application/vnd.docker.image.rootfs.diff.tar.gzip" ||
+         media == "application/vnd.docker.image.rootfs.diff.tar.zstd" ||
+         media == "application/vnd.docker.image.rootfs.foreign.diff.tar" ||
+         media == "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip";
+}
+bool is_config_type(const std::string& media) {
+  return media == "application/vnd.oci.image.config.v1+json" ||
+         media == "application/vnd.docker.container.image.v1+json";
+}
+
+// What a layer takes once unpacked into a snapshot. An uncompressed layer
+// is a tar: its files hold at most the tar's bytes (the tar adds a 512-byte
+// header per file and padding; the file system adds up to a block per
+// file, which the header mostly offsets). A gzip layer's trailer declares
+// its tar's size modulo 2^32 (RFC 1952): taken as the smallest size at least
+// the compressed one that matches it, exact below 4 GiB. A zstd layer's size
+// is not declared anywhere we read: its compressed size is the (lower)
+// estimate, and a disk that fills anyway is handled by the image stage.
+std::uint64_t unpacked_size(const std::string& media, const Entry& e) {
+  const bool gzip =
+      media.size() >= 4 && (media.compare(media.size() - 4, 4, "gzip") == 0);
+  if (!gzip || !e.gzip_isize) return e.size;
+  std::uint64_t size = *e.gzip_isize;
+  while (size < e.size) size += 1ull << 32;
+  return size;
+}
+
 class OciWalk {
  public:
-  OciWalk(const std::string& path, const Scan& scan)
-      : path_(path), scan_(scan) {}
+  OciWalk(const std::string& path, const Scan& scan, SteadyTime deadline)
+      : path_(path), scan_(scan), deadline_(deadline) {}
 
   const Entry* blob(const std::string& digest) const {
     if (digest.rfind("sha256:", 0) != 0) return nullptr;
@@ -308,15 +393,24 @@ class OciWalk {
   }
 
   // Walks an index or manifest descriptor; collects platforms and checks the
-  // one for `platform` completely.
+  // one for `platform` completely. Each document is walked at most once per
+  // kind of platform hint (none, this node's, another; a descriptor's own
+  // hint is recorded without a walk): an index that lists one child many
+  // times, at every level, costs what its size does, not the product of
+  // its fan-outs (issue 11, item 7).
   Result<void> walk(const json& desc, const std::string& platform,
                     std::string platform_hint, int depth) {
     if (depth > 4) return malformed(path_, "image indexes nest too deeply");
+    if (auto go = keep_going(deadline_, "image",
+                             "verifying the image archive " + path_);
+        !go)
+      return go;
     const std::string media = string_field(desc, "mediaType");
     if (desc.contains("platform") && desc["platform"].is_object()) {
       platform_hint = platform_of(desc["platform"]);
     }
-    const Entry* e = blob(string_field(desc, "digest"));
+    const std::string digest = string_field(desc, "digest");
+    const Entry* e = blob(digest);
     if (e == nullptr && !platform_hint.empty() && platform_hint != platform) {
       // Single-platform exports (`ctr images export`) list every platform in
       // the index but carry only one; that is fine for the others.
@@ -328,13 +422,20 @@ class OciWalk {
                           ? std::string("index")
                           : std::string("manifest"));
     if (!present) return present.error();
+    const char kind = platform_hint.empty()       ? '0'
+                      : platform_hint == platform ? '='
+                                                  : '!';
+    if (kind == '!') platforms_.insert(platform_hint);
+    if (!walked_.insert(std::string(1, kind) + digest).second) return {};
+    ++documents_walked_;
     auto doc = parse_json(**present);
     if (!doc)
-      return malformed(path_, "blob " + string_field(desc, "digest") +
-                                  " is not a JSON document");
+      return malformed(path_, "blob " + digest + " is not a JSON document");
     if (doc->contains("manifests")) {
       if (!(*doc)["manifests"].is_array())
-        return malformed(path_, "index has no manifest list");
+        return malformed(path_, "index " + digest + " has no manifest list");
+      if ((*doc)["manifests"].empty())
+        return malformed(path_, "index " + digest + " lists no manifests");
       for (const auto& m : (*doc)["manifests"]) {
         if (auto r = walk(m, platform, platform_hint, depth + 1); !r) return r;
       }
@@ -342,36 +443,84 @@ class OciWalk {
     }
     // A manifest: its config says the platform when the index did not.
     if (!doc->contains("config") || !(*doc)["config"].is_object()) {
-      return malformed(
-          path_, "manifest " + string_field(desc, "digest") + " has no config");
+      return malformed(path_, "manifest " + digest + " has no config");
     }
     auto config = require((*doc)["config"], "config");
     if (!config) return config.error();
+    std::optional<json> config_doc = parse_json(**config);
     std::string p = platform_hint;
-    if (p.empty()) {
-      if (auto c = parse_json(**config)) p = platform_of(*c);
-    }
+    if (p.empty() && config_doc) p = platform_of(*config_doc);
     platforms_.insert(p);
     if (p != platform) return {};
-    found_platform_ = true;
-    if (!(*doc)["layers"].is_array())
-      return malformed(path_, "manifest has no layer list");
-    for (const auto& layer : (*doc)["layers"]) {
-      if (auto r = require(layer, "layer"); !r) return r.error();
-    }
-    return {};
+    return check_image(digest, *doc, config_doc);
   }
 
   std::vector<std::string> platforms() const {
     return {platforms_.begin(), platforms_.end()};
   }
   bool found_platform() const { return found_platform_; }
+  std::uint64_t unpacked_bytes() const { return unpacked_bytes_; }
+  std::uint64_t documents_walked() const { return documents_walked_; }
 
  private:
+  // The manifest for this node's platform: what containerd must be able to
+  // unpack. Refused here rather than inside `ctr`: an image with no layers,
+  // a layer or config of a type containerd does not unpack, and a config
+  // whose rootfs.diff_ids do not pair with the layers.
+  Result<void> check_image(const std::string& digest, const json& doc,
+                           const std::optional<json>& config_doc) {
+    const std::string config_media = string_field(doc["config"], "mediaType");
+    if (!is_config_type(config_media)) {
+      return malformed(path_, "manifest " + digest +
+                                  " has a config of media type '" +
+                                  config_media +
+                                  "', not an image config containerd can run");
+    }
+    if (!doc.contains("layers") || !doc["layers"].is_array())
+      return malformed(path_, "manifest " + digest + " has no layer list");
+    const json& layers = doc["layers"];
+    if (layers.empty())
+      return malformed(path_, "manifest " + digest +
+                                  " has no layers: there is nothing to run");
+    for (const auto& layer : layers) {
+      const std::string media = string_field(layer, "mediaType");
+      if (!is_layer_type(media)) {
+        return malformed(path_, "manifest " + digest + ": layer " +
+                                    string_field(layer, "digest") +
+                                    " has media type '" + media +
+                                    "', which containerd cannot unpack");
+      }
+      auto r = require(layer, "layer");
+      if (!r) return r.error();
+      unpacked_bytes_ += unpacked_size(media, **r);
+    }
+    const json* diff_ids = nullptr;
+    if (config_doc && config_doc->contains("rootfs") &&
+        (*config_doc)["rootfs"].is_object() &&
+        (*config_doc)["rootfs"].contains("diff_ids"))
+      diff_ids = &(*config_doc)["rootfs"]["diff_ids"];
+    if (diff_ids == nullptr || !diff_ids->is_array() ||
+        diff_ids->size() != layers.size()) {
+      return malformed(path_,
+                       "manifest " + digest + " lists " +
+                           std::to_string(layers.size()) +
+                           " layers but its config's rootfs.diff_ids " +
+                           (diff_ids && diff_ids->is_array()
+                                ? "lists " + std::to_string(diff_ids->size())
+                                : std::string("is missing")));
+    }
+    found_platform_ = true;
+    return {};
+  }
+
   const std::string& path_;
   const Scan& scan_;
+  SteadyTime deadline_;
   std::set<std::string> platforms_;
+  std::set<std::string> walked_;  // kind of hint + digest
   bool found_platform_ = false;
+  std::uint64_t unpacked_bytes_ = 0;
+  std::uint64_t documents_walked_ = 0;
 };
 
 bool is_metadata(const std::string& name) {
@@ -388,7 +537,8 @@ std::string names_list(const std::vector<std::string>& names) {
 Result<ImageArchiveInfo> read_oci(const std::string& path, const Scan& scan,
                                   const Ref& want,
                                   const std::string& expected_ref,
-                                  const std::string* platform) {
+                                  const std::string* platform,
+                                  SteadyTime deadline) {
   auto index = parse_json(scan.entries.at("index.json"));
   if (!index || !(*index)["manifests"].is_array()) {
     return malformed(path, "index.json is not an OCI image index");
@@ -418,9 +568,11 @@ Result<ImageArchiveInfo> read_oci(const std::string& path, const Scan& scan,
   info.ref = expected_ref;
   info.target_digest = string_field(*chosen, "digest");
   if (platform != nullptr) {
-    OciWalk walk(path, scan);
+    OciWalk walk(path, scan, deadline);
     if (auto r = walk.walk(*chosen, *platform, "", 0); !r) return r.error();
     info.platforms = walk.platforms();
+    info.unpacked_bytes = walk.unpacked_bytes();
+    info.documents_walked = walk.documents_walked();
     if (!walk.found_platform()) {
       return malformed(path,
                        "has no image for this node's platform " + *platform +
@@ -490,6 +642,10 @@ Result<ImageArchiveInfo> read_docker(const std::string& path, const Scan& scan,
                                *platform + " (it has: " + p + ")");
   }
   const json layers = chosen->value("Layers", json::array());
+  if (layers.is_array() && layers.empty()) {
+    return malformed(path, "the image " + expected_ref +
+                               " has no layers: there is nothing to run");
+  }
   const auto rootfs = config->find("rootfs");
   const json diff_ids = rootfs != config->end() && rootfs->is_object()
                             ? rootfs->value("diff_ids", json::array())
@@ -514,6 +670,9 @@ Result<ImageArchiveInfo> read_docker(const std::string& path, const Scan& scan,
                                it->second.digest + ", the config says " +
                                diff_ids[i].get<std::string>());
     }
+    // A docker archive's layers are plain tars (they hash to their
+    // diff_ids): what they unpack to is bounded by their size.
+    info.unpacked_bytes += it->second.size;
   }
   return info;
 }
@@ -521,20 +680,24 @@ Result<ImageArchiveInfo> read_docker(const std::string& path, const Scan& scan,
 Result<ImageArchiveInfo> read_archive(const std::string& path,
                                       const std::string_view* bytes,
                                       const std::string& expected_ref,
-                                      const std::string* platform) {
+                                      const std::string* platform,
+                                      SteadyTime deadline) {
   const bool verify = platform != nullptr;
   // With verification every entry is read anyway; keep the small ones
   // (manifests and configs are blobs too). Peeking keeps only the metadata.
-  auto scan = scan_archive(path, bytes, verify, [&](const std::string& name) {
-    return is_metadata(name) || (verify && name.rfind("blobs/", 0) == 0) ||
-           (verify && name.size() > 5 &&
-            name.compare(name.size() - 5, 5, ".json") == 0);
-  });
+  auto scan = scan_archive(
+      path, bytes, verify,
+      [&](const std::string& name) {
+        return is_metadata(name) || (verify && name.rfind("blobs/", 0) == 0) ||
+               (verify && name.size() > 5 &&
+                name.compare(name.size() - 5, 5, ".json") == 0);
+      },
+      deadline);
   if (!scan) return scan.error();
   const Ref want = split_ref(expected_ref);
   Result<ImageArchiveInfo> info = Error{};
   if (scan->entries.count("index.json") != 0) {
-    info = read_oci(path, *scan, want, expected_ref, platform);
+    info = read_oci(path, *scan, want, expected_ref, platform, deadline);
   } else if (scan->entries.count("manifest.json") != 0) {
     info = read_docker(path, *scan, want, expected_ref, platform);
   } else {
@@ -547,6 +710,7 @@ Result<ImageArchiveInfo> read_archive(const std::string& path,
   info->compressed = scan->compressed;
   info->bytes_verified = scan->bytes_hashed;
   info->entries = scan->entries.size();
+  info->stored_bytes = scan->member_bytes;
   return info;
 }
 
@@ -563,25 +727,27 @@ std::string host_platform() {
 
 Result<ImageArchiveInfo> peek_image_archive(const std::string& path,
                                             const std::string& expected_ref) {
-  return read_archive(path, nullptr, expected_ref, nullptr);
+  return read_archive(path, nullptr, expected_ref, nullptr, kNoDeadline);
 }
 
 Result<ImageArchiveInfo> verify_image_archive(const std::string& path,
                                               const std::string& expected_ref,
-                                              const std::string& platform) {
-  return read_archive(path, nullptr, expected_ref, &platform);
+                                              const std::string& platform,
+                                              SteadyTime deadline) {
+  return read_archive(path, nullptr, expected_ref, &platform, deadline);
 }
 
 Result<ImageArchiveInfo> peek_image_archive_bytes(
     std::string_view bytes, const std::string& name,
     const std::string& expected_ref) {
-  return read_archive(name, &bytes, expected_ref, nullptr);
+  return read_archive(name, &bytes, expected_ref, nullptr, kNoDeadline);
 }
 
 Result<ImageArchiveInfo> verify_image_archive_bytes(
     std::string_view bytes, const std::string& name,
-    const std::string& expected_ref, const std::string& platform) {
-  return read_archive(name, &bytes, expected_ref, &platform);
+    const std::string& expected_ref, const std::string& platform,
+    SteadyTime deadline) {
+  return read_archive(name, &bytes, expected_ref, &platform, deadline);
 }
 
 struct DecompressedStream::Impl {

@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "gpunode/images_lock.hpp"
+#include "gpunode/interrupt.hpp"
 
 namespace gpunode::bundle {
 namespace {
@@ -323,6 +324,7 @@ class Client {
     bool tried_token = false;
     std::string last;
     for (int attempt = 0; attempt < kAttempts; ++attempt) {
+      if (stop_requested()) return interrupted_error(kLayer);
       if (attempt > 0) {
         // Backoff: 0.5 s, 1 s, 2 s; never past the deadline.
         std::this_thread::sleep_for(std::chrono::milliseconds(250 << attempt));
@@ -359,6 +361,9 @@ class Client {
       configure(c, url, headers.get(), sink, left);
       const CURLcode rc = curl_easy_perform(c);
       const long status = sink.response->status;
+      // A Ctrl-C (on_progress): `bundle create` removes its partial output.
+      if (rc == CURLE_ABORTED_BY_CALLBACK && stop_requested())
+        return interrupted_error(kLayer);
       if (sink.io_failed)
         return blocked(std::string("cannot write ") + what + ": " +
                        std::strerror(sink.io_errno));
@@ -455,6 +460,15 @@ class Client {
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "gpunode/" GPUNODE_VERSION);
+    // Polled about once a second and on every chunk: a Ctrl-C ends the
+    // transfer (include/gpunode/interrupt.hpp).
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+  }
+
+  static int on_progress(void*, curl_off_t, curl_off_t, curl_off_t,
+                         curl_off_t) {
+    return stop_requested() ? 1 : 0;
   }
 
   // Anonymous token for the challenge's scope (public registries: nvcr.io,

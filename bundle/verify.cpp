@@ -1,8 +1,11 @@
 // verify_bundle: the bundle comes on removable media that anyone may have
 // handled, so it is treated as hostile input. Signature first (nothing else
 // is trusted before it), then one walk of the tree that never follows a link
-// and keeps a descriptor for each listed file (what we hash is the inode we
-// inspected), then every byte read once, chunks spread over threads.
+// and notes the inode of each listed file, then every byte read once, chunks
+// spread over threads, each file opened again by name without following a
+// link and checked to be that inode (what we hash is what we inspected).
+// Each thread holds at most one file open, so a bundle of any number of
+// files verifies under a small `ulimit -n` (issue 11, item 6).
 // Nothing is ever written under the bundle directory.
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,14 +17,18 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "gpunode/bundle.hpp"
 #include "gpunode/crash_point.hpp"
 #include "gpunode/journal.hpp"
+#include "gpunode/work_limits.hpp"
 
 namespace gpunode::bundle {
 
@@ -31,7 +38,13 @@ constexpr const char* kManifestName = "bundle.toml";
 constexpr const char* kSignatureName = "bundle.toml.sig";
 constexpr std::size_t kMaxSignatureBytes = 4096;  // Ed25519: 64 bytes
 constexpr std::size_t kEd25519SignatureBytes = 64;
-constexpr std::size_t kReadBlock = 4u << 20;  // per pread, per thread
+// Per pread, per thread. Small on purpose: the kernel copies each block
+// from the page cache into this buffer and SHA-256 reads it straight back,
+// so it must stay in the core's cache. Measured on the 2-core build
+// machine over a 1 GB bundle: 4 MiB blocks cost 0.45-0.55 s of system time
+// per GB (the copy missing the cache), 64 KiB blocks 0.06-0.12 s, for the
+// same 0.65 s of hashing.
+constexpr std::size_t kReadBlock = 64u << 10;
 constexpr int kMaxDepth = 64;
 constexpr const char* kFix =
     "get a fresh copy of the bundle from its publisher; do not install from "
@@ -96,6 +109,9 @@ Result<std::optional<std::string>> read_small(int dirfd, const char* name,
   if (!fd) {
     const int e = errno;
     if (e == ENOENT) return std::optional<std::string>();
+    if (auto limit =
+            out_of_resources(e, "bundle", std::string(name) + ": cannot open"))
+      return *limit;
     if (e == ELOOP)
       return integrity(std::string(name) +
                        ": is a symbolic link; bundles may not contain links");
@@ -126,38 +142,57 @@ Result<std::optional<std::string>> read_small(int dirfd, const char* name,
   return std::optional<std::string>(std::move(data));
 }
 
+// Where the walk found a listed file: the inode it inspected. The hashing
+// opens the file again by name and insists on the same inode, so what is
+// hashed is what was inspected, without holding a descriptor per file.
+struct Found {
+  bool present = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
 struct Walk {
   const std::map<std::string, std::size_t>& listed;  // path -> files index
   const std::vector<FileEntry>& files;
-  std::vector<Fd>& fds;  // by files index; empty when not opened
+  std::vector<Found>& found;  // by files index
   std::vector<std::string>& problems;
+  SteadyTime deadline;
   std::set<std::string> reported;  // paths already named in a problem
+  // Set when the walk cannot go on (out of descriptors, deadline, signal):
+  // the verification ends with it instead of a list of problems.
+  std::optional<Error> fatal;
 
   void problem(const std::string& path, const std::string& what) {
     reported.insert(path);
     problems.push_back(path + ": " + what);
   }
 
+  // A failed call with errno `e` on `path`: the machine's limit (fatal) or a
+  // problem with the bundle.
+  void failed(const std::string& path, const std::string& what, int e) {
+    if (auto limit = out_of_resources(e, "bundle", path + ": cannot " + what)) {
+      if (!fatal) fatal = std::move(*limit);
+      return;
+    }
+    problem(path, "cannot " + what + ": " + errno_text(e));
+  }
+
   void dir(int dirfd, const std::string& prefix, int depth) {
+    const std::string here = prefix.empty() ? "." : prefix;
     if (depth > kMaxDepth) {
-      problem(prefix.empty() ? "." : prefix,
+      problem(here,
               "directories nest deeper than " + std::to_string(kMaxDepth));
       return;
     }
     // fdopendir owns the descriptor it is given; hand it a duplicate so
     // the caller's stays valid for openat/fstatat.
     const int dup = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-    if (dup < 0) {
-      problem(prefix.empty() ? "." : prefix,
-              "cannot read directory: " + errno_text(errno));
-      return;
-    }
+    if (dup < 0) return failed(here, "read directory", errno);
     std::unique_ptr<DIR, DirCloser> d(::fdopendir(dup));
     if (!d) {
+      const int e = errno;
       ::close(dup);
-      problem(prefix.empty() ? "." : prefix,
-              "cannot read directory: " + errno_text(errno));
-      return;
+      return failed(here, "read directory", e);
     }
     // Sorted, so that the problems come out in a stable order.
     std::vector<std::string> names;
@@ -165,8 +200,17 @@ struct Walk {
       const std::string name = e->d_name;
       if (name != "." && name != "..") names.push_back(name);
     }
+    // One descriptor per level of nesting while the walk goes deeper.
+    d.reset();
     std::sort(names.begin(), names.end());
-    for (const std::string& name : names) entry(dirfd, prefix, name, depth);
+    for (const std::string& name : names) {
+      if (fatal) return;
+      if (auto go = keep_going(deadline, "bundle", "walking the bundle"); !go) {
+        fatal = go.error();
+        return;
+      }
+      entry(dirfd, prefix, name, depth);
+    }
   }
 
   void entry(int dirfd, const std::string& prefix, const std::string& name,
@@ -175,10 +219,8 @@ struct Walk {
     if (prefix.empty() && (name == kManifestName || name == kSignatureName))
       return;  // read (without following links) before the walk
     struct stat st {};
-    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      problem(rel, "cannot stat: " + errno_text(errno));
-      return;
-    }
+    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+      return failed(rel, "stat", errno);
     if (S_ISLNK(st.st_mode)) {
       char target[4096];
       const ssize_t n =
@@ -191,10 +233,7 @@ struct Walk {
     if (S_ISDIR(st.st_mode)) {
       Fd sub(::openat(dirfd, name.c_str(),
                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!sub) {
-        problem(rel, "cannot open directory: " + errno_text(errno));
-        return;
-      }
+      if (!sub) return failed(rel, "open directory", errno);
       dir(sub.get(), rel, depth + 1);
       return;
     }
@@ -213,17 +252,6 @@ struct Walk {
       return;
     }
     const FileEntry& f = files[it->second];
-    Fd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd) {
-      problem(rel, "cannot open: " + errno_text(errno));
-      return;
-    }
-    // fstat the descriptor: this is the inode we will hash, whatever
-    // happens to the name after this.
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      problem(rel, "is not a regular file");
-      return;
-    }
     const auto size = static_cast<std::uint64_t>(st.st_size);
     if (size != f.size) {
       problem(rel, "is " + std::to_string(size) + " bytes; bundle.toml says " +
@@ -231,10 +259,49 @@ struct Walk {
                        (size < f.size ? " (truncated)" : ""));
       return;
     }
-    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-    fds[it->second] = std::move(fd);
+    found[it->second] = Found{true, st.st_dev, st.st_ino};
   }
 };
+
+// Opens the regular file at `rel` (as the walk listed it) below `root`,
+// one component at a time, never following a link, and checks it is still
+// the inode the walk inspected, with the size bundle.toml gives.
+// Errors: the message for the bundle's problem list, or `fatal` set when
+// the machine's limit was hit.
+Result<Fd> open_listed(int root, const FileEntry& f, const Found& where) {
+  auto fail = [&](const std::string& what, int e) -> Error {
+    if (auto limit = out_of_resources(e, "bundle", f.path + ": cannot open"))
+      return *limit;
+    return integrity(what + ": " + errno_text(e));
+  };
+  Fd dir;
+  int at = root;
+  std::size_t start = 0;
+  for (std::size_t slash;
+       (slash = f.path.find('/', start)) != std::string::npos;
+       start = slash + 1) {
+    const std::string part = f.path.substr(start, slash - start);
+    Fd next(::openat(at, part.c_str(),
+                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!next) return fail("cannot open its directory", errno);
+    dir = std::move(next);
+    at = dir.get();
+  }
+  // O_NONBLOCK: a FIFO swapped in since the walk must not block the open.
+  Fd fd(::openat(at, f.path.c_str() + start,
+                 O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) return fail("cannot open", errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail("cannot stat", errno);
+  if (!S_ISREG(st.st_mode) || st.st_dev != where.dev || st.st_ino != where.ino)
+    return integrity("was replaced while being verified");
+  if (static_cast<std::uint64_t>(st.st_size) != f.size)
+    return integrity("changed while being verified (now " +
+                     std::to_string(st.st_size) + " bytes; bundle.toml says " +
+                     std::to_string(f.size) + ")");
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  return fd;
+}
 
 struct Item {
   std::size_t file;
@@ -243,37 +310,35 @@ struct Item {
   std::uint64_t length;
 };
 
-struct Outcome {
-  std::string digest;
-  std::string error;  // read failure; digest is then empty
-};
-
-// Hashes [offset, offset+length) of fd into `out`, through `buf`.
-Outcome hash_range(int fd, std::uint64_t offset, std::uint64_t length,
-                   EVP_MD_CTX* ctx, std::vector<char>& buf,
-                   std::atomic<std::uint64_t>& bytes) {
-  Outcome out;
-  if (EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1) {
-    out.error = "cannot start SHA-256";
-    return out;
-  }
+// Hashes [offset, offset+length) of fd into `digest` (hex), through `buf`.
+// Returns "" or what went wrong. `go_on` is asked every 4 MiB (a chunk is
+// 64 MiB: seconds on a slow stick) whether to carry on.
+std::string hash_range(int fd, std::uint64_t offset, std::uint64_t length,
+                       EVP_MD_CTX* ctx, std::vector<char>& buf,
+                       std::atomic<std::uint64_t>& bytes,
+                       const std::function<bool()>& go_on,
+                       std::string& digest) {
+  if (EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1)
+    return "cannot start SHA-256";
+  constexpr std::uint64_t kAskEvery = 4u << 20;
   std::uint64_t done = 0;
+  std::uint64_t asked_at = 0;
   while (done < length) {
+    if (done - asked_at >= kAskEvery) {
+      asked_at = done;
+      if (!go_on()) return "stopped";
+    }
     const std::size_t want = static_cast<std::size_t>(
         std::min<std::uint64_t>(buf.size(), length - done));
     const ssize_t n =
         ::pread(fd, buf.data(), want, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      out.error = "read failed at byte " + std::to_string(offset + done) +
-                  ": " + errno_text(errno);
-      return out;
-    }
-    if (n == 0) {
-      out.error = "ends at byte " + std::to_string(offset + done) +
-                  " (changed while being verified)";
-      return out;
-    }
+    if (n < 0)
+      return "read failed at byte " + std::to_string(offset + done) + ": " +
+             errno_text(errno);
+    if (n == 0)
+      return "ends at byte " + std::to_string(offset + done) +
+             " (changed while being verified)";
     EVP_DigestUpdate(ctx, buf.data(), static_cast<std::size_t>(n));
     done += static_cast<std::uint64_t>(n);
     bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
@@ -281,8 +346,8 @@ Outcome hash_range(int fd, std::uint64_t offset, std::uint64_t length,
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned len = 0;
   EVP_DigestFinal_ex(ctx, md, &len);
-  out.digest = hex(md, len);
-  return out;
+  digest = hex(md, len);
+  return "";
 }
 
 std::string fingerprints(const std::vector<std::string>& keys) {
@@ -302,12 +367,15 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
   // The bundle root itself may be reached through a link (a mount point
   // alias); nothing below it may.
   Fd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!root)
+  if (!root) {
+    if (auto limit = out_of_resources(errno, "bundle", dir + ": cannot open"))
+      return *limit;
     return Error{
         ExitCode::kUsage,
         "bundle",
         dir + ": cannot open the bundle directory: " + errno_text(errno),
         {}};
+  }
 
   auto text = read_small(root.get(), kManifestName, kMaxManifestBytes);
   if (!text) return text.error();
@@ -354,40 +422,99 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
 
   std::map<std::string, std::size_t> listed;
   for (std::size_t i = 0; i < files.size(); ++i) listed[files[i].path] = i;
-  std::vector<Fd> fds(files.size());
+  std::vector<Found> found(files.size());
   std::vector<std::string> problems;
-  Walk walk{listed, files, fds, problems, {}};
+  Walk walk{listed, files, found, problems, options.deadline, {}, {}};
   walk.dir(root.get(), "", 0);
+  if (walk.fatal) return *walk.fatal;
   for (const FileEntry& f : files) {
-    if (!fds[listed[f.path]] && !walk.reported.count(f.path))
+    if (!found[listed[f.path]].present && !walk.reported.count(f.path))
       problems.push_back(f.path + ": is missing");
   }
 
-  // Every file is open: a stick pulled from here on shows up as failed or
-  // short reads, which the hashing names.
+  // Every file is listed and inspected (none is held open): a stick pulled
+  // from here on shows up as failed opens or short reads, which the hashing
+  // names.
   crash_point("bundle-verify:opened");
 
   // One work item per chunk of every file that is there with the right size.
+  // Memory is bounded by bundle.toml's size (kMaxManifestBytes): a few words
+  // per chunk it lists, and one read buffer per thread.
   const std::uint64_t chunk = report.manifest.chunk_bytes;
   std::vector<Item> items;
   for (std::size_t i = 0; i < files.size(); ++i) {
-    if (!fds[i]) continue;
+    if (!found[i].present) continue;
     for (std::size_t c = 0; c < files[i].chunks.size(); ++c) {
       const std::uint64_t off = c * chunk;
       items.push_back({i, c, off, std::min(chunk, files[i].size - off)});
     }
   }
-  std::vector<Outcome> outcomes(items.size());
+  // What went wrong with each item ("" for none), in item order.
+  std::vector<std::string> item_problems(items.size());
   std::atomic<std::size_t> next{0};
   std::atomic<std::uint64_t> bytes{0};
+  std::atomic<bool> stop{false};
+  std::mutex fatal_mutex;
+  std::optional<Error> fatal;
+  auto give_up = [&](Error e) {
+    std::lock_guard<std::mutex> lock(fatal_mutex);
+    if (!fatal) fatal = std::move(e);
+    stop = true;
+  };
+  const std::string doing = "verifying the bundle " + dir;
   auto worker = [&] {
     std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
     std::vector<char> buf(
         static_cast<std::size_t>(std::min<std::uint64_t>(kReadBlock, chunk)));
+    // At most one file open per thread: consecutive items of one file
+    // share it.
+    Fd fd;
+    std::size_t fd_file = files.size();
+    // Between items and inside long ones: the deadline, a Ctrl-C, or
+    // another thread that gave up.
+    const std::function<bool()> go_on = [&] {
+      if (stop) return false;
+      if (auto go = keep_going(options.deadline, "bundle", doing); !go) {
+        give_up(go.error());
+        return false;
+      }
+      return true;
+    };
     for (std::size_t k; (k = next.fetch_add(1)) < items.size();) {
+      if (!go_on()) return;
       const Item& it = items[k];
-      outcomes[k] = hash_range(fds[it.file].get(), it.offset, it.length,
-                               ctx.get(), buf, bytes);
+      const FileEntry& f = files[it.file];
+      if (fd_file != it.file) {
+        fd = Fd();
+        fd_file = it.file;
+        auto opened = open_listed(root.get(), f, found[it.file]);
+        if (!opened) {
+          if (opened.error().exit == ExitCode::kCannotRun)
+            return give_up(opened.error());
+          item_problems[k] = opened.error().message;
+          continue;
+        }
+        fd = std::move(*opened);
+      }
+      if (!fd) continue;  // its open failed for an earlier chunk
+      std::string digest;
+      std::string error = hash_range(fd.get(), it.offset, it.length, ctx.get(),
+                                     buf, bytes, go_on, digest);
+      if (!error.empty()) {
+        item_problems[k] = std::move(error);
+      } else if (digest != f.chunks[it.chunk]) {
+        item_problems[k] = "bytes " + std::to_string(it.offset) + "-" +
+                           std::to_string(it.offset + it.length - 1) +
+                           " do not match (chunk " +
+                           std::to_string(it.chunk + 1) + " of " +
+                           std::to_string(f.chunks.size()) + ")";
+      } else if (f.chunks.size() == 1 && digest != f.sha256) {
+        // One chunk is the whole file: its digest is the file's too, so
+        // bundle.toml contradicts itself.
+        item_problems[k] =
+            "sha256 does not match the file (its one chunk does: "
+            "bundle.toml is inconsistent)";
+      }
     }
   };
   unsigned threads =
@@ -402,31 +529,23 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
     for (std::thread& t : pool) t.join();
   }
   report.bytes_hashed = bytes.load();
+  if (fatal) return *fatal;
 
+  // One line per file for a file that could not be opened (every chunk of
+  // it says the same), one per bad chunk otherwise.
+  std::string last_open_problem;
   for (std::size_t k = 0; k < items.size(); ++k) {
-    const Item& it = items[k];
-    const FileEntry& f = files[it.file];
-    const Outcome& o = outcomes[k];
-    if (!o.error.empty()) {
-      problems.push_back(f.path + ": " + o.error);
-    } else if (o.digest != f.chunks[it.chunk]) {
-      problems.push_back(f.path + ": bytes " + std::to_string(it.offset) + "-" +
-                         std::to_string(it.offset + it.length - 1) +
-                         " do not match (chunk " +
-                         std::to_string(it.chunk + 1) + " of " +
-                         std::to_string(f.chunks.size()) + ")");
-    } else if (f.chunks.size() == 1 && o.digest != f.sha256) {
-      // One chunk is the whole file: its digest is the file's too, so
-      // bundle.toml contradicts itself.
-      problems.push_back(f.path +
-                         ": sha256 does not match the file (its one chunk "
-                         "does: bundle.toml is inconsistent)");
-    }
+    if (item_problems[k].empty()) continue;
+    const std::string line =
+        files[items[k].file].path + ": " + item_problems[k];
+    if (line == last_open_problem) continue;
+    last_open_problem = line;
+    problems.push_back(line);
   }
   // Empty files have no chunks; their whole-file digest is known.
   static const std::string kEmptySha = sha256_hex("");
   for (std::size_t i = 0; i < files.size(); ++i) {
-    if (fds[i] && files[i].size == 0 && files[i].sha256 != kEmptySha)
+    if (found[i].present && files[i].size == 0 && files[i].sha256 != kEmptySha)
       problems.push_back(files[i].path +
                          ": sha256 does not match the (empty) file");
   }

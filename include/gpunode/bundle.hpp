@@ -17,6 +17,7 @@
 // file's hash. A bundle is never written to, extracted or copied to /tmp.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -82,6 +83,10 @@ struct VerifyOptions {
   // With trust keys, this flag skips the check explicitly.
   bool insecure_skip_signature = false;
   unsigned threads = 0;  // 0: one per core
+  // The run's deadline (--timeout): past it, verification stops with
+  // ExitCode::kTimeout; a Ctrl-C stops it with kInterrupted.
+  std::chrono::steady_clock::time_point deadline =
+      std::chrono::steady_clock::time_point::max();
 };
 
 struct VerifyReport {
@@ -97,7 +102,10 @@ struct VerifyReport {
 // every file hashed once, streaming, its chunks spread over `threads`.
 // Every problem is named (missing, extra, size changed, hash mismatch with the
 // bad chunk's byte range, symlink, path escaping the bundle):
-// ExitCode::kIntegrity.
+// ExitCode::kIntegrity. Open files and memory are bounded whatever the
+// number of files (one open file and one read buffer per thread, plus
+// bundle.toml's own size); running out of descriptors or memory is
+// ExitCode::kCannotRun, never an integrity failure.
 Result<VerifyReport> verify_bundle(const std::string& dir,
                                    const VerifyOptions& options);
 

@@ -4,6 +4,7 @@
 // the image record, and blobs from earlier imports can hide a bad layer.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,6 +27,16 @@ struct ImageArchiveInfo {
   bool compressed = false;             // gzip/zstd/...: must be piped to ctr
   std::uint64_t bytes_verified = 0;    // blob bytes hashed
   std::uint64_t entries = 0;
+  // What the import takes on disk, from the sizes the archive declares, not
+  // the (possibly compressed) file's: the tar members' sizes, which ctr
+  // stores as they are in its content store, and (verification only) an
+  // estimate of this platform's layers unpacked into a snapshot
+  // (image_archive.cpp, unpacked_size, says how it is bounded).
+  std::uint64_t stored_bytes = 0;
+  std::uint64_t unpacked_bytes = 0;
+  // Indexes and manifests the verification walked: at most three times the
+  // documents in the archive, however often an index repeats a child.
+  std::uint64_t documents_walked = 0;
 };
 
 // "linux/amd64" or "linux/arm64": what this machine runs.
@@ -39,13 +50,20 @@ Result<ImageArchiveInfo> peek_image_archive(const std::string& path,
 
 // Streams every entry once, hashing every blob (SHA-256) against its name
 // and every descriptor's size, and checks that the archive holds a complete
-// image named `expected_ref` for `platform`. Errors: ExitCode::kUsage for a
-// malformed archive (not a tar, no index, unsafe entry names or links, wrong
-// image, wrong platform), ExitCode::kIntegrity for damaged content
+// image named `expected_ref` for `platform` that containerd can unpack (at
+// least one layer, known layer and config media types, one diff_id per
+// layer). Errors: ExitCode::kUsage for a malformed archive (not a tar, no
+// index, unsafe entry names or links, wrong image, wrong platform, an image
+// containerd cannot unpack), ExitCode::kIntegrity for damaged content
 // (truncated, hash or size mismatch, missing blob). Each names the entry.
-Result<ImageArchiveInfo> verify_image_archive(const std::string& path,
-                                              const std::string& expected_ref,
-                                              const std::string& platform);
+// The work is linear in the archive's size (each document is walked a
+// bounded number of times); past `deadline` it stops with
+// ExitCode::kTimeout, on a Ctrl-C with ExitCode::kInterrupted.
+Result<ImageArchiveInfo> verify_image_archive(
+    const std::string& path, const std::string& expected_ref,
+    const std::string& platform,
+    std::chrono::steady_clock::time_point deadline =
+        std::chrono::steady_clock::time_point::max());
 
 // The same two over an archive already in memory (tests and fuzzing: nothing
 // touches the disk); `name` stands for the path in messages.
@@ -54,7 +72,9 @@ Result<ImageArchiveInfo> peek_image_archive_bytes(
     const std::string& expected_ref);
 Result<ImageArchiveInfo> verify_image_archive_bytes(
     std::string_view bytes, const std::string& name,
-    const std::string& expected_ref, const std::string& platform);
+    const std::string& expected_ref, const std::string& platform,
+    std::chrono::steady_clock::time_point deadline =
+        std::chrono::steady_clock::time_point::max());
 
 // The decompressed tar stream of a (possibly compressed) archive, a chunk
 // at a time, for `ctr images import -`. An empty chunk is the end.

@@ -19,6 +19,7 @@
 #include "gpunode/bundle.hpp"
 #include "gpunode/bundle_create.hpp"
 #include "gpunode/bundle_trust.hpp"
+#include "gpunode/interrupt.hpp"
 #include "gpunode/registry_pull.hpp"
 #include "gpunode/report.hpp"
 #include "gpunode/system_host.hpp"
@@ -276,6 +277,9 @@ void register_create(CLI::App* bundle, CommandIo& io) {
                   "Platforms to pull and record, comma-separated (default "
                   "linux/amd64,linux/arm64)");
   cmd->callback([f, &io]() {
+    // create writes a partial bundle next to --out: a Ctrl-C must let it
+    // remove that (exit 130) rather than kill it half-way.
+    install_interrupt_handlers();
     Reporter report(io.out, io.err, false, false);
     auto fail = [&](const Error& e) {
       report.error(e);

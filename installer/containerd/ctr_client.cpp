@@ -13,6 +13,33 @@ std::vector<std::string> words(const std::string& line) {
   return out;
 }
 
+std::string first_line(const std::string& text) {
+  std::string t = text.substr(0, text.find('\n'));
+  return t.empty() ? text : t;
+}
+
+// A failed `ctr images import`. A disk that fills during the import (the
+// preflight estimate is only an estimate) is said as such; the image stage
+// then removes whatever record the import left.
+Error import_failed(const std::string& what, const ProcessResult& r) {
+  if (r.err.find("no space left on device") != std::string::npos)
+    return Error{ExitCode::kBlocked, "image",
+                 what +
+                     " failed: the disk under "
+                     "/var/lib/rancher/k3s/agent/containerd is full (" +
+                     first_line(r.err) + ")",
+                 "free space there (e.g. sudo k3s crictl rmi --prune removes "
+                 "unused images), then rerun gpunode install"};
+  if (r.timed_out)
+    return Error{ExitCode::kTimeout, "image",
+                 what + " failed (" + describe_failure(r) + ")",
+                 "rerun with a longer --timeout"};
+  return Error{ExitCode::kBlocked, "image",
+               what + " failed (" + describe_failure(r) + ")",
+               "see the message above; free disk space under /var/lib/rancher "
+               "if it is full"};
+}
+
 }  // namespace
 
 bool ImageRecord::has_label(const std::string& key,
@@ -132,13 +159,7 @@ Result<void> CtrClient::import_file(const std::string& path,
   auto argv = import_args(base_name);
   argv.push_back(path);
   ProcessResult r = proc_.run(argv, timeout_);
-  if (!r.succeeded()) {
-    return Error{r.timed_out ? ExitCode::kTimeout : ExitCode::kBlocked, "image",
-                 "k3s ctr images import " + path + " failed (" +
-                     describe_failure(r) + ")",
-                 "see the message above; free disk space under "
-                 "/var/lib/rancher if it is full"};
-  }
+  if (!r.succeeded()) return import_failed("k3s ctr images import " + path, r);
   return {};
 }
 
@@ -148,13 +169,7 @@ Result<void> CtrClient::import_stream(const ProcessRunner::InputSource& source,
   argv.push_back("-");
   ProcessResult r = proc_.run_with_input(argv, timeout_, source);
   if (r.input_error) return *r.input_error;
-  if (!r.succeeded()) {
-    return Error{
-        r.timed_out ? ExitCode::kTimeout : ExitCode::kBlocked, "image",
-        "k3s ctr images import - failed (" + describe_failure(r) + ")",
-        "see the message above; free disk space under /var/lib/rancher if it "
-        "is full"};
-  }
+  if (!r.succeeded()) return import_failed("k3s ctr images import -", r);
   return {};
 }
 

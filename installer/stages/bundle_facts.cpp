@@ -1,5 +1,6 @@
 #include "stages/bundle_facts.hpp"
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -45,6 +46,7 @@ Result<const VerifiedBundle*> verified_bundle(Context& ctx) {
                                        ctx.opts.insecure_skip_signature,
                                        ctx.opts.trust_keys_origin);
   if (!options) return options.error();
+  options->deadline = std::chrono::steady_clock::now() + ctx.time_left();
   auto report = bundle::verify_bundle(*ctx.opts.bundle, *options);
   if (!report) return report.error();
   VerifiedBundle vb;

@@ -112,7 +112,9 @@ class ImageStage : public Stage {
         // The quick read skips data, so a truncated or damaged archive can
         // look like one that merely lacks its index: the full verification
         // names the real problem.
-        auto verified = verify_image_archive(**source, ref, host_platform());
+        auto verified = verify_image_archive(
+            **source, ref, host_platform(),
+            std::chrono::steady_clock::now() + ctx.time_left());
         if (!verified) peek = verified.error();
         Check c = blocked("image.archive-invalid", peek.error().message,
                           peek.error().fix, peek.error().exit);
@@ -148,7 +150,9 @@ class ImageStage : public Stage {
     const std::string path = source->value_or("");
     // Everything is verified before containerd sees a byte: a bad archive
     // leaves the content store exactly as it was.
-    auto info = verify_image_archive(path, ref, host_platform());
+    auto info = verify_image_archive(
+        path, ref, host_platform(),
+        std::chrono::steady_clock::now() + ctx.time_left());
     if (!info) return info.error();
 
     CtrClient importer(ctx.host.proc(),

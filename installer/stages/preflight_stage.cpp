@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,29 +84,45 @@ class PreflightStage : public Stage {
       return blocked("preflight.bundle", bundle.error().message,
                      bundle.error().fix, bundle.error().exit);
     }
-    // --image-archive is verified whole here too (every blob hashed, names,
-    // links, platform), not only by the image stage: that stage comes after
-    // runtimeclass, which would already have changed the cluster for an
-    // archive that is then refused. The image stage verifies again before
-    // importing (the file may change in between); for the ~200 MB device
-    // plugin archive the second pass costs a fraction of a second.
-    if (ctx.opts.image_archive) {
-      auto archive = verify_image_archive(*ctx.opts.image_archive,
-                                          ctx.opts.image_ref, host_platform());
+    // The archive the image stage will import (--image-archive, else the
+    // bundle's) is verified whole here too (every blob hashed, names, links,
+    // platform, an image containerd can unpack), not only by the image
+    // stage: that stage comes after runtimeclass, which would already have
+    // changed the cluster for an archive that is then refused. The image
+    // stage verifies again before importing (the file may change in
+    // between); for the ~200 MB device plugin archive the second pass costs
+    // a fraction of a second.
+    // containerd keeps each image twice (its blobs, and the unpacked
+    // snapshot); an import that runs out of disk half-way helps no one.
+    // A bundle's other image tars count twice their size.
+    std::uint64_t needed_bytes = *bundle ? 2 * (*bundle)->image_bytes : 0;
+    std::optional<std::string> archive_path = ctx.opts.image_archive;
+    const bool from_bundle =
+        !archive_path && *bundle && !(*bundle)->device_plugin_archive.empty();
+    if (from_bundle) archive_path = (*bundle)->device_plugin_archive;
+    if (archive_path) {
+      // Bounded by the run's deadline and stopped by Ctrl-C (a hostile
+      // archive must not hold the run).
+      auto archive = verify_image_archive(
+          *archive_path, ctx.opts.image_ref, host_platform(),
+          std::chrono::steady_clock::now() + ctx.time_left());
       if (!archive) {
         return blocked("preflight.image-archive", archive.error().message,
                        archive.error().fix, archive.error().exit);
       }
+      // What the archive declares, not the file's size: a compressed
+      // archive takes many times its size once imported (issue 11, item 8).
+      if (from_bundle) {
+        // A real path (the bundle's), not a host path under --root.
+        struct stat st {};
+        const std::uint64_t counted =
+            ::stat(archive_path->c_str(), &st) == 0
+                ? 2 * static_cast<std::uint64_t>(st.st_size)
+                : 0;
+        needed_bytes -= std::min(needed_bytes, counted);
+      }
+      needed_bytes += archive->stored_bytes + archive->unpacked_bytes;
     }
-    // containerd keeps each image twice (its blobs, and the unpacked
-    // snapshot); an import that runs out of disk half-way helps no one.
-    std::uint64_t image_bytes = *bundle ? (*bundle)->image_bytes : 0;
-    struct stat st {};
-    if (ctx.opts.image_archive &&
-        ::stat(ctx.opts.image_archive->c_str(), &st) == 0) {
-      image_bytes += static_cast<std::uint64_t>(st.st_size);
-    }
-    const std::uint64_t needed_bytes = 2 * image_bytes;
     const auto free = ctx.host.fs().free_bytes(kContainerdRoot);
     if (needed_bytes > 0 && free && *free < needed_bytes) {
       return blocked(

@@ -21,11 +21,12 @@ inline double median(std::vector<double> v) {
 struct Timed {
   double seconds;
   long max_rss_kib;
+  double cpu_seconds;  // user + system (GNU time's %U and %S)
 };
 
 // Exits the benchmark when the command fails: a failed run has no time.
 inline Timed timed(std::vector<std::string> argv) {
-  argv.insert(argv.begin(), {"/usr/bin/time", "-f", "%M"});
+  argv.insert(argv.begin(), {"/usr/bin/time", "-f", "%M %U %S"});
   const auto t0 = std::chrono::steady_clock::now();
   test::Run r = test::run_with_sim(argv, {}, std::chrono::minutes(5));
   const double s =
@@ -37,7 +38,11 @@ inline Timed timed(std::vector<std::string> argv) {
   }
   std::string err = r.err;
   while (!err.empty() && err.back() == '\n') err.pop_back();
-  return {s, std::atol(err.substr(err.rfind('\n') + 1).c_str())};
+  const std::string last = err.substr(err.rfind('\n') + 1);
+  long rss = 0;
+  double user = 0, sys = 0;
+  std::sscanf(last.c_str(), "%ld %lf %lf", &rss, &user, &sys);
+  return {s, rss, user + sys};
 }
 
 }  // namespace gpunode::bench

@@ -1,10 +1,12 @@
 // The image layer end to end: the real gpunode binary, a real containerd
 // (started by the tests on a private socket, `k3s ctr` forwarded to it), and
 // image archives the tests build themselves.
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -355,4 +357,48 @@ TEST_CASE(
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("owns its pin"));
   CHECK(node.imports() == 0);
+}
+
+TEST_CASE(
+    "a disk that fills during the import stops it and says so and leaves "
+    "no image record",
+    "[e2e][image][containerd]") {
+  REQUIRE_CONTAINERD();
+  ImageNode node;  // containerd emptied
+  // containerd's content store on an 8 MiB tmpfs: the 16 MiB layer cannot
+  // fit. Emptied and unmounted again after the test, whatever happens.
+  struct SmallStore {
+    Containerd& ctd;
+    std::string at;
+    ~SmallStore() {
+      if (at.empty()) return;
+      try {
+        ctd.reset();
+      } catch (...) {
+      }
+      ::umount2(at.c_str(), MNT_DETACH);
+    }
+  } store{node.ctd, ""};
+  const std::string content =
+      node.ctd.root_dir() + "/io.containerd.content.v1.content";
+  std::filesystem::create_directories(content);
+  REQUIRE(::mount("tmpfs", content.c_str(), "tmpfs", 0, "size=8m,mode=0700") ==
+          0);
+  store.at = content;
+  std::filesystem::create_directories(content + "/ingest");
+  std::filesystem::create_directories(content + "/blobs/sha256");
+  ImageSpec spec;
+  spec.platforms = {"linux/amd64"};
+  spec.layer_bytes = 16u << 20;  // pseudo-random: does not compress
+  const std::string archive = node.dir.path() + "/image.tar";
+  build_image(archive, spec);
+  Run r = node.install(archive);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("is full (") &&
+                        Catch::Contains("no space left on device"));
+  CHECK_THAT(r.err, Catch::Contains("crictl rmi --prune"));
+  CHECK(node.imports() == 1);
+  // Nothing claims the name: no record, complete or not.
+  CHECK(node.row().empty());
 }

@@ -35,6 +35,8 @@ class Containerd {
   // message. Put it first on PATH for gpunode.
   const std::string& bin_dir() const { return bin_dir_; }
   const std::string& log_path() const { return log_; }
+  // containerd's root directory (its content store is under it).
+  std::string root_dir() const { return dir_->path() + "/root"; }
 
   // `ctr --address <socket> -n k8s.io ARGS...` (posix runner, 60 s).
   ProcessResult ctr(const std::vector<std::string>& args);

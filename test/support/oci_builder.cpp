@@ -648,4 +648,34 @@ BuiltImage build_image(const std::string& path, const ImageSpec& spec,
   return build_oci(path, spec, platforms, compression, damage);
 }
 
+std::string tar_of(
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  // Each entry: its data, padded, and at most a pax header and a ustar
+  // header; then the end-of-archive blocks.
+  std::size_t capacity = 10240;
+  for (const auto& f : files) capacity += f.second.size() + 4 * kTarHeader;
+  std::string buf(capacity, '\0');
+  std::size_t used = 0;
+  WritePtr a(archive_write_new());
+  archive_write_set_format_pax_restricted(a.get());
+  if (archive_write_open_memory(a.get(), buf.data(), buf.size(), &used) !=
+      ARCHIVE_OK)
+    throw std::runtime_error("tar_of: cannot open the buffer");
+  for (const auto& [name, data] : files) {
+    EntryPtr e(archive_entry_new());
+    archive_entry_set_pathname(e.get(), name.c_str());
+    archive_entry_set_filetype(e.get(), AE_IFREG);
+    archive_entry_set_perm(e.get(), 0644);
+    archive_entry_set_size(e.get(), static_cast<la_int64_t>(data.size()));
+    if (archive_write_header(a.get(), e.get()) != ARCHIVE_OK ||
+        archive_write_data(a.get(), data.data(), data.size()) !=
+            static_cast<la_ssize_t>(data.size()))
+      throw std::runtime_error("tar_of: cannot write " + name);
+  }
+  if (archive_write_close(a.get()) != ARCHIVE_OK)
+    throw std::runtime_error("tar_of: cannot close");
+  buf.resize(used);
+  return buf;
+}
+
 }  // namespace gpunode::test

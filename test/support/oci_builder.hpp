@@ -93,4 +93,10 @@ BuiltImage build_image(const std::string& path, const ImageSpec& spec,
                        Compression compression = Compression::kNone,
                        Damage damage = Damage::kNone);
 
+// A tar of the given (name, content) regular entries, in memory, for
+// archives whose documents a test writes by hand. Throws
+// std::runtime_error when libarchive fails.
+std::string tar_of(
+    const std::vector<std::pair<std::string, std::string>>& files);
+
 }  // namespace gpunode::test

@@ -2,14 +2,17 @@
 // signature), with a 1 KiB chunk so that multi-chunk files are the norm.
 // Given a bundle damaged in one way, we should refuse it with kIntegrity,
 // name the damaged file, and leave the directory exactly as it was.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
 #include "gpunode/bundle.hpp"
+#include "gpunode/interrupt.hpp"
 #include "gpunode/journal.hpp"
 #include "test_support.hpp"
 
@@ -293,4 +296,25 @@ TEST_CASE("signatures: sign, check, fingerprint", "[bundle]") {
   CHECK(key_fingerprint("not a key").empty());
   CHECK_FALSE(sign("not a key", "x"));
   CHECK_FALSE(signature_valid("not a key", "x", "y"));
+}
+
+TEST_CASE("a bundle's verification stops at the deadline and on Ctrl-C",
+          "[bundle][limits]") {
+  Bundle b;
+  VerifyOptions late = b.trusting();
+  late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  auto timed_out = verify_bundle(b.dir, late);
+  REQUIRE_FALSE(timed_out);
+  CHECK(timed_out.error().exit == ExitCode::kTimeout);
+  CHECK_THAT(timed_out.error().message,
+             Catch::Contains("the --timeout ran out while walking the bundle"));
+
+  install_interrupt_handlers();
+  ::raise(SIGINT);
+  auto stopped = verify_bundle(b.dir, b.trusting());
+  reset_interrupt_for_tests();
+  REQUIRE_FALSE(stopped);
+  CHECK(stopped.error().exit == ExitCode::kInterrupted);
+  CHECK_THAT(stopped.error().message, Catch::Contains("interrupted by SIGINT"));
+  CHECK(verify_bundle(b.dir, b.trusting()));
 }

@@ -2,18 +2,14 @@
 // shape (found by test/fuzz/oci_archive_fuzz): each must be refused as a
 // malformed or damaged archive, never end in an exception. The archives are
 // built in memory and read with the *_bytes readers.
-#include <archive.h>
-#include <archive_entry.h>
-#include <openssl/evp.h>
-
 #include <catch2/catch.hpp>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gpunode/image_archive.hpp"
 #include "gpunode/journal.hpp"
+#include "oci_builder.hpp"
 
 namespace gpunode {
 namespace {
@@ -21,32 +17,7 @@ namespace {
 const std::string kRef = "nvcr.io/nvidia/k8s-device-plugin:v0.19.3";
 
 std::string hex_sha256(const std::string& s) { return gpunode::sha256_hex(s); }
-
-// A tar of the given (name, content) entries, in memory.
-std::string tar_of(
-    const std::vector<std::pair<std::string, std::string>>& files) {
-  std::string buf(1 << 20, '\0');
-  std::size_t used = 0;
-  archive* a = archive_write_new();
-  archive_write_set_format_pax_restricted(a);
-  REQUIRE(archive_write_open_memory(a, buf.data(), buf.size(), &used) ==
-          ARCHIVE_OK);
-  for (const auto& [name, data] : files) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, name.c_str());
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, 0644);
-    archive_entry_set_size(e, static_cast<la_int64_t>(data.size()));
-    REQUIRE(archive_write_header(a, e) == ARCHIVE_OK);
-    REQUIRE(archive_write_data(a, data.data(), data.size()) ==
-            static_cast<la_ssize_t>(data.size()));
-    archive_entry_free(e);
-  }
-  REQUIRE(archive_write_close(a) == ARCHIVE_OK);
-  archive_write_free(a);
-  buf.resize(used);
-  return buf;
-}
+using gpunode::test::tar_of;
 
 TEST_CASE("a docker archive config without rootfs is malformed, not a throw",
           "[image]") {
@@ -128,10 +99,10 @@ TEST_CASE("an archive in memory reads like the same file", "[image]") {
       R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":["sha256:)" +
       hex_sha256(layer) + R"("]}})";
   const std::string manifest =
-      R"({"schemaVersion":2,"config":{"digest":"sha256:)" + hex_sha256(config) +
-      R"(","size":)" + std::to_string(config.size()) +
-      R"(},"layers":[{"digest":"sha256:)" + hex_sha256(layer) + R"(","size":)" +
-      std::to_string(layer.size()) + "}]}";
+      R"({"schemaVersion":2,"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:)" +
+      hex_sha256(config) + R"(","size":)" + std::to_string(config.size()) +
+      R"(},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:)" +
+      hex_sha256(layer) + R"(","size":)" + std::to_string(layer.size()) + "}]}";
   const std::string index =
       R"({"schemaVersion":2,"manifests":[{"digest":"sha256:)" +
       hex_sha256(manifest) +
