@@ -3,6 +3,7 @@
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "cli/suggest.hpp"
+#include "gpunode/terminal_text.hpp"
 
 namespace gpunode {
 
@@ -56,7 +57,8 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     // CLI11 says a mistyped command is "not expected"; name it and the
     // closest known word instead.
     const std::string hint = unknown_word_hint(app, argc, argv);
-    err << "gpunode: " << (hint.empty() ? std::string(e.what()) : hint)
+    err << "gpunode: "
+        << terminal_safe(hint.empty() ? std::string(e.what()) : hint)
         << "\nRun 'gpunode --help' for usage.\n";
     return static_cast<int>(ExitCode::kUsage);
   }

@@ -206,3 +206,17 @@ TEST_CASE("a read-only state dir is named as such, to root",
   CHECK_THAT(r.err, Catch::Contains("mounted read-only"));
   CHECK_THAT(r.err, !Catch::Contains("run as root"));
 }
+
+TEST_CASE("a mistyped command or flag holding escapes is named escaped",
+          "[e2e][bad-inputs]") {
+  Run cmd = run_gpunode({"inst\x1b[2Kall"});
+  INFO(cmd.err);
+  CHECK(cmd.exit_code == 2);
+  CHECK(cmd.err.find('\x1b') == std::string::npos);
+  CHECK_THAT(cmd.err, Catch::Contains("inst\\e[2Kall"));
+  Run flag = run_gpunode({"install", "--fro\x1b]0;x\x07"});
+  INFO(flag.err);
+  CHECK(flag.exit_code == 2);
+  CHECK(flag.err.find('\x1b') == std::string::npos);
+  CHECK(flag.err.find('\x07') == std::string::npos);
+}
