@@ -161,6 +161,12 @@ TEST_CASE("a bundle of many files verifies under a small ulimit -n",
 TEST_CASE(
     "running out of descriptors is exit 5 naming ulimit -n and never exit 4",
     "[e2e][bundle][limits]") {
+#if defined(__SANITIZE_ADDRESS__)
+  // Under scripts/test-sanitize.sh the sanitizer runtime in gpunode opens
+  // files of its own (symbols, reports), and with five descriptors it
+  // fails before gpunode's code runs: this case is the plain build's.
+  GPUNODE_SKIP("the sanitizer runtime needs more than 5 descriptors");
+#endif
   ManyFiles b(50);
   const auto before = snapshot_tree(b.dir);
   // Five descriptors: stdin, stdout, stderr, the bundle directory, and
