@@ -21,15 +21,21 @@ const std::vector<std::string> kHostOnly = {"--only", "driver,toolkit,handler"};
 
 std::string state(const Env& e) { return e.root + "/var/lib/gpunode"; }
 
+void must(int rc, const std::string& what) {
+  if (rc != 0) throw std::runtime_error(what);
+}
+
+// The state dir, made as gpunode makes it (0755), for a case to damage.
+std::string made_state(const Env& e) {
+  must(::mkdir(state(e).c_str(), 0755), "mkdir " + state(e));
+  return state(e);
+}
+
 // A file of the operator's, beside the tree: what a planted link points at.
 std::string precious(const Env& e) {
   const std::string p = e.dir + "/precious.txt";
   write_text(p, "the operator's data\n", 0644);
   return p;
-}
-
-void must(int rc, const std::string& what) {
-  if (rc != 0) throw std::runtime_error(what);
 }
 
 }  // namespace
@@ -39,8 +45,8 @@ TEST_CASE("bad inputs: the state dir and its files", "[e2e][bad-inputs]") {
       damaged(
           "lock is a symbolic link to another file", "good-v3",
           [](Env& e) {
-            must(::mkdir(state(e).c_str(), 0755), "mkdir");
-            must(::symlink(precious(e).c_str(), (state(e) + "/lock").c_str()),
+            const std::string dir = made_state(e);
+            must(::symlink(precious(e).c_str(), (dir + "/lock").c_str()),
                  "symlink");
           },
           5,
@@ -50,31 +56,21 @@ TEST_CASE("bad inputs: the state dir and its files", "[e2e][bad-inputs]") {
       damaged(
           "lock is a hard link to another file", "good-v3",
           [](Env& e) {
-            must(::mkdir(state(e).c_str(), 0755), "mkdir");
-            must(::link(precious(e).c_str(), (state(e) + "/lock").c_str()),
-                 "link");
+            const std::string dir = made_state(e);
+            must(::link(precious(e).c_str(), (dir + "/lock").c_str()), "link");
           },
           5, "(a hard link to another file)", kHostOnly),
       damaged(
           "lock is a FIFO", "good-v3",
-          [](Env& e) {
-            must(::mkdir(state(e).c_str(), 0755), "mkdir");
-            replace_with_fifo(state(e) + "/lock");
-          },
-          5, "lock: it is not a regular file", kHostOnly),
+          [](Env& e) { replace_with_fifo(made_state(e) + "/lock"); }, 5,
+          "lock: it is not a regular file", kHostOnly),
       damaged(
           "state dir writable by everyone", "good-v3",
-          [](Env& e) {
-            must(::mkdir(state(e).c_str(), 0755), "mkdir");
-            must(::chmod(state(e).c_str(), 0777), "chmod");
-          },
+          [](Env& e) { must(::chmod(made_state(e).c_str(), 0777), "chmod"); },
           5, "is writable by everyone (mode 0777)", kHostOnly),
       damaged(
           "state dir writable by its group, sticky or not", "good-v3",
-          [](Env& e) {
-            must(::mkdir(state(e).c_str(), 0755), "mkdir");
-            must(::chmod(state(e).c_str(), 01770), "chmod");
-          },
+          [](Env& e) { must(::chmod(made_state(e).c_str(), 01770), "chmod"); },
           5, "sudo chmod go-w", kHostOnly),
       damaged(
           "a parent of the state dir owned by another user", "good-v3",
@@ -107,10 +103,10 @@ TEST_CASE("bad inputs: the state dir and its files", "[e2e][bad-inputs]") {
           "journal is a symbolic link: replaced, its target untouched",
           "good-v3",
           [](Env& e) {
-            must(::mkdir(state(e).c_str(), 0755), "mkdir");
-            must(::symlink(precious(e).c_str(),
-                           (state(e) + "/journal.json").c_str()),
-                 "symlink");
+            const std::string dir = made_state(e);
+            must(
+                ::symlink(precious(e).c_str(), (dir + "/journal.json").c_str()),
+                "symlink");
           },
           0, "is a symbolic link: ignored", kHostOnly),
   };
