@@ -11,13 +11,9 @@
 
 namespace gpunode {
 
-// Refuses (exit 5) a state dir that a user other than root (or this
-// process's own user) could replace or fill: the directory itself or any
-// parent up to "/" owned by another user, or writable by group or others. A
-// parent with the sticky bit (/tmp) is accepted: there only an entry's owner
-// may rename or remove it, and the entry below it is checked in turn. A
-// symbolic link on the way must be owned by root (or us); its target's own
-// chain is checked too. Components that do not exist yet end the check.
+// Refuses (exit 5, naming the component and the chmod/chown that fixes it)
+// a state dir that path_safety.hpp's rule finds others could change.
+// Components that do not exist yet end the check.
 Result<void> check_state_dir_safe(const FileSystem& fs,
                                   const std::string& state_dir);
 
