@@ -28,6 +28,20 @@ std::vector<std::string> pipeline_stage_names() {
   return names;
 }
 
+std::vector<std::string> unasked_opt_in_stages(const StageList& all,
+                                               const Options& opts,
+                                               bool read_only) {
+  std::vector<std::string> out;
+  for (const auto& s : all) {
+    if (!s->opt_in()) continue;
+    const std::string name(s->name());
+    const bool named =
+        std::find(opts.only.begin(), opts.only.end(), name) != opts.only.end();
+    if (read_only || (!named && !s->asked_for(opts))) out.push_back(name);
+  }
+  return out;
+}
+
 Result<StageList> select_stages(StageList all,
                                 const std::vector<std::string>& only,
                                 const std::vector<std::string>& skip) {

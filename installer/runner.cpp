@@ -76,7 +76,7 @@ class Run {
         report_(report),
         mutating_(mode == RunMode::kInstall && !opts.dry_run),
         command_(command_name(mode, opts)),
-        ctx_{host, opts, {}, host.clock().steady_now() + opts.timeout} {}
+        ctx_(host, opts, host.clock().steady_now() + opts.timeout) {}
 
   ExitCode execute(StageList stages) {
     if (mutating_) {
@@ -115,9 +115,8 @@ class Run {
       const std::string digest = sha256_hex(stage->inputs(ctx_));
       const std::string started = iso8601_utc(host_.clock().now());
       Check c = stage->check(ctx_);
-      for (const auto& [layer, text] : ctx_.facts.warnings)
+      for (const auto& [layer, text] : ctx_.take_warnings())
         report_.warning(layer, text);
-      ctx_.facts.warnings.clear();
 
       // status goes on past a blocked layer; several layers above it often
       // share its cause (no kubeconfig, API down): say it once. The cluster

@@ -1,7 +1,5 @@
 #include "gpunode/stage.hpp"
 
-#include "gpunode/options.hpp"
-
 namespace gpunode {
 
 const char* check_status_name(CheckStatus s) {
@@ -14,16 +12,6 @@ const char* check_status_name(CheckStatus s) {
       return "blocked";
   }
   return "unknown";
-}
-
-const char* variant_name(Variant v) {
-  return v == Variant::kTimeSlicing ? "time-slicing" : "default";
-}
-
-std::chrono::milliseconds Context::time_left() const {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline - host.clock().steady_now());
-  return left.count() > 0 ? left : std::chrono::milliseconds(0);
 }
 
 Check satisfied(std::string code, std::string summary) {

@@ -6,8 +6,9 @@
 #include "gpunode/journal.hpp"
 #include "gpunode/run_lock.hpp"
 #include "gpunode/state_dir.hpp"
-#include "kube/cluster.hpp"
 #include "kube/manifests.hpp"
+#include "plugin/device_plugin_plan.hpp"
+#include "run/cluster_facts.hpp"
 #include "stages/plugin_cluster.hpp"
 
 namespace gpunode {
@@ -41,9 +42,9 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
                        "pid " + std::to_string(::getpid()) + ", uninstall");
   if (!lock) return fail(lock.error());
 
-  Context ctx{host, opts, {}, host.clock().steady_now() + opts.timeout};
-  auto kube = cluster(ctx);
-  for (const auto& [layer, text] : ctx.facts.warnings)
+  Context ctx(host, opts, host.clock().steady_now() + opts.timeout);
+  auto kube = ctx.cluster();
+  for (const auto& [layer, text] : ctx.take_warnings())
     report.warning(layer, text);
   if (!kube) return fail(kube.error());
   const std::vector<Owned> owned = {

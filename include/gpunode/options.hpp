@@ -7,16 +7,14 @@
 #include <string>
 #include <vector>
 
-namespace gpunode {
+#include "gpunode/sharing.hpp"
 
-enum class Variant { kDefault, kTimeSlicing };
+namespace gpunode {
 
 struct Options {
   std::string root = "/";
   std::string state_dir = "/var/lib/gpunode";  // a host path, under root
-  Variant variant = Variant::kDefault;
-  int replicas = 1;  // 1 for the default variant; >= 2 for time-slicing
-  bool rename_shared = false;
+  Sharing sharing;  // variant, replicas, rename (gpunode/sharing.hpp)
   std::string node;  // empty: discover
   std::string kubeconfig = "/etc/rancher/k3s/k3s.yaml";
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
@@ -42,8 +40,6 @@ struct Options {
   bool smoke = false;             // run a CUDA Pod at the end
   std::string smoke_image;
 };
-
-const char* variant_name(Variant v);
 
 // A Kubernetes node name (RFC 1123 subdomain): lower-case letters, digits,
 // '-' and '.', at most 253 characters; so never "/" or "..".

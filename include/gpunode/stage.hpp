@@ -3,26 +3,15 @@
 // authority on what is true now; the journal only records history.
 #pragma once
 
-#include <chrono>
-#include <cstdint>
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
-#include "gpunode/gpu.hpp"
-#include "gpunode/host.hpp"
-#include "gpunode/options.hpp"
+#include "gpunode/context.hpp"
 #include "gpunode/result.hpp"
 
 namespace gpunode {
-
-namespace kube {
-class Client;
-}
 
 enum class CheckStatus { kSatisfied, kNeeded, kBlocked };
 const char* check_status_name(CheckStatus s);
@@ -52,46 +41,6 @@ Check needed(std::string code, std::string summary, std::string action);
 Check blocked(std::string code, std::string summary, std::string fix,
               ExitCode exit = ExitCode::kBlocked);
 
-// A bundle that passed verification in this run: what the stages take from it.
-struct VerifiedBundle {
-  std::string dir;
-  std::string summary;                // files, bytes, signer
-  std::string device_plugin_archive;  // real path inside the bundle, or empty
-  std::string device_plugin_ref;
-  std::string min_driver;         // may be empty
-  std::uint64_t image_bytes = 0;  // the image archives' total size
-  // manifests/*.yml as the bundle carries them (read once, after their
-  // hashes verified), by file name; the stages install these, not the
-  // running binary's compiled-in copies.
-  std::map<std::string, std::string> manifests;
-};
-
-// Results one stage learns that a later stage needs; each consumer falls
-// back to finding the fact itself when the producing stage was skipped.
-struct Facts {
-  std::optional<GpuInventory> gpus;
-  std::shared_ptr<kube::Client>
-      kube;                         // one connection per run (kube/cluster.hpp)
-  std::optional<std::string> node;  // this host's Kubernetes node name
-  std::optional<VerifiedBundle>
-      bundle;  // --bundle, verified (stages/bundle_facts.hpp)
-  // The cluster could not be reached at all (kube/cluster.hpp
-  // cluster_blocked): later stages are told so at once.
-  std::optional<Error> cluster_down;
-  // (layer, text): found while getting a fact, not blocking; the runner
-  // reports each once, after the check that found it.
-  std::vector<std::pair<std::string, std::string>> warnings;
-};
-
-struct Context {
-  Host& host;
-  const Options& opts;
-  Facts facts;
-  std::chrono::steady_clock::time_point deadline;
-
-  std::chrono::milliseconds time_left() const;
-};
-
 class Stage {
  public:
   virtual ~Stage() = default;
@@ -104,6 +53,10 @@ class Stage {
   virtual Check check(Context& ctx) = 0;
   // Called only when check() answered kNeeded and this is not a dry run.
   virtual Result<void> apply(Context& ctx, const Check& needed) = 0;
+  // An opt-in stage (an action, not a state: the smoke Pod) runs only when
+  // asked for, by --only NAME or asked_for(), and never from status.
+  virtual bool opt_in() const { return false; }
+  virtual bool asked_for(const Options&) const { return false; }
 };
 
 using StageList = std::vector<std::unique_ptr<Stage>>;

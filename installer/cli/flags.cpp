@@ -7,13 +7,6 @@
 #include "gpunode/images_lock.hpp"
 
 namespace gpunode {
-namespace {
-
-// A time-slicing replica count beyond this is a typo, not a plan: the
-// device plugin would advertise GPUs x replicas scheduling slots.
-constexpr int kMaxReplicas = 1024;
-
-}  // namespace
 
 bool valid_node_name(const std::string& n) {
   // Kubernetes node names are DNS subdomains (RFC 1123): this also keeps
@@ -209,40 +202,19 @@ Result<Options> validate_flags(const FlagValues& v) {
   }
   o.state_dir = v.state_dir;
 
-  if (v.variant == "default") {
-    o.variant = Variant::kDefault;
-  } else if (v.variant == "time-slicing") {
-    o.variant = Variant::kTimeSlicing;
-  } else {
-    return usage_error("--variant: unknown variant '" + v.variant +
-                       "' (choose 'default' or 'time-slicing')");
+  auto sharing = parse_sharing(
+      v.variant,
+      v.replicas ? std::optional<long long>(*v.replicas) : std::nullopt,
+      v.rename_shared);
+  if (sharing.problem) {
+    const char* flag = sharing.problem->setting == SharingSetting::kVariant
+                           ? "--variant"
+                       : sharing.problem->setting == SharingSetting::kReplicas
+                           ? "--replicas"
+                           : "--rename-shared";
+    return usage_error(std::string(flag) + ": " + sharing.problem->message);
   }
-  if (o.variant == Variant::kDefault) {
-    if (v.replicas) {
-      return usage_error(
-          "--replicas: applies only to --variant time-slicing (the default "
-          "manifest advertises one slot per GPU)");
-    }
-    if (v.rename_shared) {
-      return usage_error(
-          "--rename-shared: applies only to --variant time-slicing");
-    }
-    o.replicas = 1;
-  } else {
-    o.replicas = v.replicas.value_or(8);
-    if (o.replicas < 2) {
-      return usage_error(
-          "--replicas: time-slicing needs at least 2 replicas (the device "
-          "plugin rejects fewer), got " +
-          std::to_string(o.replicas));
-    }
-    if (o.replicas > kMaxReplicas) {
-      return usage_error("--replicas: " + std::to_string(o.replicas) +
-                         " is more than " + std::to_string(kMaxReplicas) +
-                         " slots per GPU");
-    }
-  }
-  o.rename_shared = v.rename_shared;
+  o.sharing = *sharing.sharing;
 
   // An explicit empty --node (e.g. --node "$NODE" with NODE unset) is an
   // error, not a request to discover the name.

@@ -10,23 +10,9 @@ namespace gpunode {
 namespace {
 
 constexpr std::size_t kMaxConfigBytes = 256 * 1024;
-constexpr int kMinReplicas = 2;
-constexpr int kMaxReplicas = 1024;
 
 // Each check returns what is wrong with a value, or "" when it is fine.
-std::string check_variant(const std::string& v) {
-  return v == "default" || v == "time-slicing"
-             ? ""
-             : "unknown variant '" + v +
-                   "' (choose 'default' or 'time-slicing')";
-}
-std::string check_replicas(long long n) {
-  return n >= kMinReplicas && n <= kMaxReplicas
-             ? ""
-             : "expected " + std::to_string(kMinReplicas) + " to " +
-                   std::to_string(kMaxReplicas) + " slots per GPU, got " +
-                   std::to_string(n);
-}
+// (The variant's and replicas' checks are gpunode/sharing.hpp's.)
 std::string check_timeout(const std::string& v) {
   return parse_duration(v) ? ""
                            : "expected a positive duration of at most 168h "
@@ -86,7 +72,7 @@ Result<Values> read_env(const EnvLookup& env) {
       const bool digits =
           raw->size() <= 9 &&
           raw->find_first_not_of("0123456789") == std::string::npos;
-      problem = digits ? check_replicas(std::stoll(*raw))
+      problem = digits ? replicas_problem(std::stoll(*raw))
                        : "expected a whole number, got '" + *raw + "'";
       if (digits) f.number = std::stoll(*raw);
     } else if (key == "trust-keys") {
@@ -95,7 +81,7 @@ Result<Values> read_env(const EnvLookup& env) {
         if (problem.empty()) problem = check_key_path(p);
     } else {
       f.text = *raw;
-      problem = key == "variant"   ? check_variant(f.text)
+      problem = key == "variant"   ? variant_problem(f.text)
                 : key == "timeout" ? check_timeout(f.text)
                                    : check_min_driver(f.text);
     }
@@ -140,7 +126,7 @@ Result<Values> read_file(const FileSystem& fs, const std::string& shown) {
     if (key == "replicas") {
       if (!node.is_integer()) return bad("expected an integer");
       f.number = node.value<long long>().value_or(0);
-      problem = check_replicas(f.number);
+      problem = replicas_problem(f.number);
     } else if (key == "trust-keys") {
       const toml::array* list = node.as_array();
       if (list == nullptr) return bad("expected an array of paths");
@@ -152,7 +138,7 @@ Result<Values> read_file(const FileSystem& fs, const std::string& shown) {
     } else {
       if (!node.is_string()) return bad("expected a string");
       f.text = *node.value<std::string>();
-      problem = key == "variant"   ? check_variant(f.text)
+      problem = key == "variant"   ? variant_problem(f.text)
                 : key == "timeout" ? check_timeout(f.text)
                                    : check_min_driver(f.text);
     }
@@ -272,9 +258,10 @@ Result<std::vector<Setting>> resolve_site_settings(
     if (s.key == "min-driver")
       s.value = v.min_driver.empty() ? "(none)" : v.min_driver;
     if (s.key == "replicas")
-      s.value = v.replicas
-                    ? std::to_string(*v.replicas)
-                    : (v.variant == "default" ? "1 (variant default)" : "8");
+      s.value = v.replicas ? std::to_string(*v.replicas)
+                           : (v.variant == "default"
+                                  ? "1 (variant default)"
+                                  : std::to_string(kDefaultSharedReplicas));
     if (s.key == "trust-keys")
       s.value =
           v.trust_keys.empty()

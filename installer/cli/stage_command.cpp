@@ -2,8 +2,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <algorithm>
-
 #include "cli/commands.hpp"
 #include "cli/site_config.hpp"
 #include "gpunode/interrupt.hpp"
@@ -35,13 +33,12 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
   spdlog::set_level(options->verbosity >= 2 ? spdlog::level::debug
                                             : spdlog::level::warn);
 
-  // The smoke Pod runs only when asked for (--smoke, or --only smoke), and
-  // never from status, which changes nothing.
+  // Opt-in stages (the smoke Pod) only when asked for; never from status,
+  // which changes nothing.
   std::vector<std::string> skip = options->skip;
-  const bool smoke_named = std::find(options->only.begin(), options->only.end(),
-                                     "smoke") != options->only.end();
-  if (mode == RunMode::kStatus || (!options->smoke && !smoke_named))
-    skip.push_back("smoke");
+  for (std::string& name : unasked_opt_in_stages(make_pipeline(), *options,
+                                                 mode == RunMode::kStatus))
+    skip.push_back(std::move(name));
   auto stages = select_stages(make_pipeline(), options->only, skip);
   if (!stages) {
     report.error(stages.error());

@@ -4,9 +4,6 @@
 
 #include <cctype>
 
-#include "gpunode/journal.hpp"
-#include "manifests_data.hpp"
-
 namespace gpunode {
 namespace {
 
@@ -48,45 +45,6 @@ json to_json(const YAML::Node& n) {
   }
 }
 
-void label_managed(json& object) {
-  object["metadata"]["labels"][kManagedByLabel] = "gpunode";
-}
-
-// The device plugin's own config file: renameByDefault belongs under
-// sharing.timeSlicing (under `flags` the plugin ignores it; device-plugin
-// #1433), replicas must be >= 2 (checked by the flags already).
-Result<std::string> render_plugin_config(const std::string& text, int replicas,
-                                         bool rename) {
-  try {
-    YAML::Node config = YAML::Load(text);
-    YAML::Node slicing = config["sharing"]["timeSlicing"];
-    slicing["renameByDefault"] = rename;
-    bool found = false;
-    for (auto resource : slicing["resources"]) {
-      if (resource["name"].as<std::string>() == "nvidia.com/gpu") {
-        resource["replicas"] = replicas;
-        found = true;
-      }
-    }
-    if (!found) {
-      return Error{
-          ExitCode::kUsage,
-          "plugin",
-          "the time-slicing manifest's config has no resource nvidia.com/gpu",
-          {}};
-    }
-    YAML::Emitter out;
-    out << config;
-    return std::string(out.c_str()) + "\n";
-  } catch (const YAML::Exception& e) {
-    return Error{
-        ExitCode::kUsage,
-        "plugin",
-        "the time-slicing manifest's config.yaml is not valid YAML: " + e.msg,
-        {}};
-  }
-}
-
 }  // namespace
 
 Result<std::vector<json>> yaml_documents(const std::string& yaml,
@@ -106,68 +64,8 @@ Result<std::vector<json>> yaml_documents(const std::string& yaml,
   }
 }
 
-ManifestTexts ManifestTexts::built_in() {
-  return {kRuntimeClassManifest, kDevicePluginManifest, kTimeSlicingManifest,
-          "built-in"};
-}
-
-Result<json> render_runtimeclass(const ManifestTexts& texts) {
-  auto docs =
-      yaml_documents(texts.runtimeclass, "manifests/runtimeclass-nvidia.yml");
-  if (!docs) return docs.error();
-  json rc = docs->at(0);
-  label_managed(rc);
-  return rc;
-}
-
-Result<RenderedPlugin> render_device_plugin(const Options& opts,
-                                            const std::string& plugin_image,
-                                            const ManifestTexts& texts) {
-  const bool slicing = opts.variant == Variant::kTimeSlicing;
-  auto docs =
-      slicing ? yaml_documents(texts.time_slicing,
-                               "manifests/nvidia-device-plugin-timeSlicing.yml")
-              : yaml_documents(texts.device_plugin,
-                               "manifests/nvidia-device-plugin.yml");
-  if (!docs) return docs.error();
-  RenderedPlugin out;
-  out.replicas = slicing ? opts.replicas : 1;
-  out.resource = slicing && opts.rename_shared ? "nvidia.com/gpu.shared"
-                                               : "nvidia.com/gpu";
-  for (auto& doc : *docs) {
-    const std::string kind = doc.value("kind", "");
-    if (kind == "ConfigMap") {
-      auto config =
-          render_plugin_config(doc["data"]["config.yaml"].get<std::string>(),
-                               opts.replicas, opts.rename_shared);
-      if (!config) return config.error();
-      doc["data"]["config.yaml"] = *config;
-      label_managed(doc);
-      out.configmap = doc;
-    } else if (kind == "DaemonSet") {
-      out.daemonset = doc;
-    }
-  }
-  if (out.daemonset.is_null()) {
-    return Error{ExitCode::kUsage,
-                 "plugin",
-                 "the device plugin manifest has no DaemonSet",
-                 {}};
-  }
-  // The plugin reads its config only at start: a digest of it on the pod
-  // template makes every config change a new template, so the DaemonSet
-  // controller restarts the pods (no manual `rollout restart`).
-  out.config_hash = sha256_hex(out.configmap ? out.configmap->at("data").dump()
-                                             : std::string("variant=default"));
-  json& ds = out.daemonset;
-  label_managed(ds);
-  ds["spec"]["template"]["metadata"]["annotations"][kConfigHashAnnotation] =
-      out.config_hash;
-  for (auto& c : ds["spec"]["template"]["spec"]["containers"]) {
-    if (c.value("name", "") == "nvidia-device-plugin-ctr")
-      c["image"] = plugin_image;
-  }
-  return out;
+void label_managed(json& object) {
+  object["metadata"]["labels"][kManagedByLabel] = "gpunode";
 }
 
 std::string object_path(const json& object) {

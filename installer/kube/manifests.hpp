@@ -1,6 +1,7 @@
-// The platform's manifests (compiled in from manifests/*.yml), rendered for
-// this run's flags, and the comparisons that decide whether applying them
-// would change anything.
+// Kubernetes objects as data: YAML documents to JSON, API paths, and the
+// comparisons that decide whether applying an object would change anything.
+// Knows nothing of stages or flags (the device plugin's wanted state is
+// plugin/device_plugin_plan.hpp's).
 #pragma once
 
 #include <optional>
@@ -8,24 +9,10 @@
 #include <vector>
 
 #include "gpunode/kube.hpp"
-#include "gpunode/options.hpp"
 
 namespace gpunode {
 
 inline constexpr const char* kManagedByLabel = "app.kubernetes.io/managed-by";
-inline constexpr const char* kConfigHashAnnotation = "gpunode.io/config-hash";
-inline constexpr const char* kPluginNamespace = "kube-system";
-inline constexpr const char* kPluginDaemonSet =
-    "nvidia-device-plugin-daemonset";
-inline constexpr const char* kPluginConfigMap = "nvidia-device-plugin-config";
-
-struct RenderedPlugin {
-  kube::json daemonset;
-  std::optional<kube::json> configmap;  // time-slicing only
-  std::string resource;     // nvidia.com/gpu or nvidia.com/gpu.shared
-  int replicas = 1;         // slots per GPU
-  std::string config_hash;  // also on the pod template
-};
 
 // YAML (one or more documents) to JSON, keeping YAML's types: quoted
 // scalars stay strings ("false" in an env value), plain ones become
@@ -33,22 +20,9 @@ struct RenderedPlugin {
 Result<std::vector<kube::json>> yaml_documents(const std::string& yaml,
                                                const std::string& source);
 
-// The three manifest texts a run installs: compiled in, or the verified
-// bundle's (stages/bundle_facts.hpp: manifest_texts()).
-struct ManifestTexts {
-  std::string runtimeclass;
-  std::string device_plugin;
-  std::string time_slicing;
-  std::string origin;  // for messages: "built-in" or the bundle's path
-
-  static ManifestTexts built_in();
-};
-
-Result<kube::json> render_runtimeclass(
-    const ManifestTexts& texts = ManifestTexts::built_in());
-Result<RenderedPlugin> render_device_plugin(
-    const Options& opts, const std::string& plugin_image,
-    const ManifestTexts& texts = ManifestTexts::built_in());
+// Marks an object as gpunode's (kManagedByLabel): uninstall removes only
+// what carries it.
+void label_managed(kube::json& object);
 
 // The API path of an object: /api/v1/namespaces/NS/configmaps/NAME, ...
 std::string object_path(const kube::json& object);

@@ -4,9 +4,9 @@
 // what the cluster shows (FACTS.md, field failures).
 #include <algorithm>
 
-#include "kube/cluster.hpp"
 #include "kube/manifests.hpp"
-#include "stages/bundle_facts.hpp"
+#include "plugin/device_plugin_plan.hpp"
+#include "run/cluster_facts.hpp"
 #include "stages/plugin_cluster.hpp"
 #include "stages/stages.hpp"
 
@@ -19,6 +19,10 @@ using std::chrono::milliseconds;
 // A watch is re-listed at least this often, so a change that shows only on
 // the pods (not the node) is still seen promptly.
 constexpr milliseconds kRelist = std::chrono::seconds(5);
+// Saying why the wait failed, after the run's deadline.
+constexpr milliseconds kDiagnosisTime = std::chrono::seconds(10);
+
+using Deadline = std::chrono::steady_clock::time_point;
 
 struct Expectation {
   std::string node;
@@ -53,16 +57,13 @@ class AllocatableStage : public Stage {
   std::string_view layer() const override { return "node allocatable"; }
 
   std::string inputs(Context& ctx) const override {
-    return std::string("variant=") + variant_name(ctx.opts.variant) +
-           "\nreplicas=" + std::to_string(ctx.opts.replicas) +
-           "\nrename_shared=" + (ctx.opts.rename_shared ? "true" : "false") +
-           "\nnode=" + ctx.opts.node + "\n";
+    return sharing_inputs(ctx.opts.sharing) + "\nnode=" + ctx.opts.node + "\n";
   }
 
   Check check(Context& ctx) override {
     auto want = expectation(ctx);
     if (!want) return as_blocked(ctx, want.error());
-    auto kube = cluster(ctx);
+    auto kube = ctx.cluster();
     if (!kube) return as_blocked(ctx, kube.error());
     auto node = (*kube)->get("/api/v1/nodes/" + want->node, ctx.deadline);
     if (!node) return as_blocked(ctx, node.error());
@@ -71,7 +72,7 @@ class AllocatableStage : public Stage {
           node_not_in_cluster(ctx, **kube, want->node, ctx.deadline);
       return blocked("allocatable.no-node", e.message, e.fix, e.exit);
     }
-    auto current = pods_current(ctx, **kube, *want);
+    auto current = pods_current(**kube, *want, ctx.deadline);
     if (!current) return as_blocked(ctx, current.error());
     const auto have = advertised(**node, want->resource);
     const std::string wanted = want->resource + ": " +
@@ -90,7 +91,7 @@ class AllocatableStage : public Stage {
                          ", not yet " + std::to_string(want->count()),
                      "wait until node " + want->node + " advertises " + wanted);
     // Say now what stands in the way; `status` shows it, `install` waits.
-    auto why = diagnose(ctx, **kube, *want, **node);
+    auto why = diagnose(ctx, **kube, *want, **node, ctx.deadline);
     if (why) {
       c.details.push_back("[" + why->layer + "] " + why->message +
                           "; fix: " + why->fix);
@@ -102,7 +103,7 @@ class AllocatableStage : public Stage {
   Result<void> apply(Context& ctx, const Check&) override {
     auto want = expectation(ctx);
     if (!want) return want.error();
-    auto kube = cluster(ctx);
+    auto kube = ctx.cluster();
     if (!kube) return kube.error();
     json last_node;
     bool done = false;
@@ -119,7 +120,7 @@ class AllocatableStage : public Stage {
             const auto have = advertised(node, want->resource);
             if (!have || *have != want->count())
               return kube::WatchStep::kContinue;
-            auto current = pods_current(ctx, **kube, *want);
+            auto current = pods_current(**kube, *want, ctx.deadline);
             if (!current) {
               failure = current.error();
               return kube::WatchStep::kDone;
@@ -134,11 +135,9 @@ class AllocatableStage : public Stage {
     }
     if (done) return {};
     // The run's deadline has passed; looking at the cluster to say why gets
-    // a few seconds of its own.
-    const auto deadline = ctx.deadline;
-    ctx.deadline = ctx.host.clock().steady_now() + std::chrono::seconds(10);
-    auto why = diagnose(ctx, **kube, *want, last_node);
-    ctx.deadline = deadline;
+    // a deadline of its own.
+    auto why = diagnose(ctx, **kube, *want, last_node,
+                        ctx.host.clock().steady_now() + kDiagnosisTime);
     const auto have = last_node.is_null()
                           ? std::nullopt
                           : advertised(last_node, want->resource);
@@ -162,26 +161,23 @@ class AllocatableStage : public Stage {
 
   static Result<Expectation> expectation(Context& ctx) {
     Expectation want;
-    auto node = node_name(ctx);
+    auto node = ctx.node();
     if (!node) return node.error();
     want.node = *node;
-    auto texts = manifest_texts(ctx);
-    if (!texts) return texts.error();
-    auto rendered = render_device_plugin(ctx.opts, ctx.opts.image_ref, *texts);
-    if (!rendered) return rendered.error();
-    want.resource = rendered->resource;
-    want.replicas = rendered->replicas;
-    want.config_hash = rendered->config_hash;
-    if (!ctx.facts.gpus) {
-      // The driver stage was skipped: count the GPUs the same way.
-      Check driver = make_driver_stage()->check(ctx);
-      if (!ctx.facts.gpus) {
-        return Error{ExitCode::kBlocked, "allocatable",
-                     "cannot tell how many GPUs to expect: " + driver.summary,
-                     driver.fix};
-      }
+    auto plan = ctx.plugin_plan();
+    if (!plan) return plan.error();
+    want.resource = (*plan)->resource;
+    want.replicas = (*plan)->replicas;
+    want.config_hash = (*plan)->config_hash;
+    // What the driver layer counts, whether or not its stage ran.
+    auto gpus = ctx.gpus();
+    if (!gpus) {
+      return Error{
+          ExitCode::kBlocked, "allocatable",
+          "cannot tell how many GPUs to expect: " + gpus.error().message,
+          gpus.error().fix};
     }
-    want.gpus = static_cast<int>(ctx.facts.gpus->gpus.size());
+    want.gpus = static_cast<int>((*gpus)->gpus.size());
     return want;
   }
 
@@ -194,9 +190,9 @@ class AllocatableStage : public Stage {
 
   // The plugin reads its config once, at start: only a pod made from the
   // current template (same config digest) advertises the current config.
-  static Result<bool> pods_current(Context& ctx, kube::Client& kube,
-                                   const Expectation& want) {
-    auto pods = kube.list(pods_path(want), ctx.deadline);
+  static Result<bool> pods_current(kube::Client& kube, const Expectation& want,
+                                   Deadline deadline) {
+    auto pods = kube.list(pods_path(want), deadline);
     if (!pods) return pods.error();
     for (const auto& pod : pods->value("items", json::array())) {
       const auto annotations =
@@ -210,12 +206,12 @@ class AllocatableStage : public Stage {
     return false;
   }
 
-  static std::string events_about(Context& ctx, kube::Client& kube,
-                                  const std::string& name) {
+  static std::string events_about(kube::Client& kube, const std::string& name,
+                                  Deadline deadline) {
     auto events =
         kube.list(std::string("/api/v1/namespaces/") + kPluginNamespace +
                       "/events?fieldSelector=involvedObject.name%3D" + name,
-                  ctx.deadline);
+                  deadline);
     std::string text;
     if (!events) return text;
     for (const auto& e : events->value("items", json::array())) {
@@ -227,19 +223,20 @@ class AllocatableStage : public Stage {
   // Bottom-up: the first layer whose trouble shows in the cluster.
   static std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
                                            const Expectation& want,
-                                           const json& node) {
-    auto ds = kube.get(daemonset_path(), ctx.deadline);
+                                           const json& node,
+                                           Deadline deadline) {
+    auto ds = kube.get(daemonset_path(), deadline);
     if (!ds) return Diagnosis{"cluster", ds.error().message, ds.error().fix};
     if (!*ds) {
       return Diagnosis{"plugin", "the device plugin DaemonSet is not installed",
                        "gpunode install (without --skip plugin)"};
     }
-    auto pods = kube.list(pods_path(want), ctx.deadline);
+    auto pods = kube.list(pods_path(want), deadline);
     if (!pods)
       return Diagnosis{"cluster", pods.error().message, pods.error().fix};
     const auto items = pods->value("items", json::array());
     if (items.empty()) {
-      const std::string events = events_about(ctx, kube, kPluginDaemonSet);
+      const std::string events = events_about(kube, kPluginDaemonSet, deadline);
       if (events.find("RuntimeClass") != std::string::npos) {
         return Diagnosis{
             "runtimeclass",
@@ -255,7 +252,7 @@ class AllocatableStage : public Stage {
     }
     const json& pod = items.front();
     const std::string pod_name = pod["metadata"].value("name", "");
-    const std::string events = events_about(ctx, kube, pod_name);
+    const std::string events = events_about(kube, pod_name, deadline);
     std::string waiting, waiting_message;
     for (const auto& cs :
          pod["status"].value("containerStatuses", json::array())) {
@@ -294,7 +291,7 @@ class AllocatableStage : public Stage {
       auto log =
           kube.get_text(std::string("/api/v1/namespaces/") + kPluginNamespace +
                             "/pods/" + pod_name + "/log?tailLines=20",
-                        ctx.deadline);
+                        deadline);
       return Diagnosis{"plugin",
                        "plugin pod " + pod_name + " is crash-looping" +
                            (log ? ": " + last_line(*log) : ""),
@@ -347,7 +344,7 @@ class AllocatableStage : public Stage {
       auto log =
           kube.get_text(std::string("/api/v1/namespaces/") + kPluginNamespace +
                             "/pods/" + pod_name + "/log?tailLines=20",
-                        ctx.deadline);
+                        deadline);
       const bool nvml = log && log->find("NVML") != std::string::npos;
       return Diagnosis{
           nvml ? "handler" : "plugin",

@@ -39,9 +39,7 @@ Result<std::string> read_verified(const std::string& dir,
 
 }  // namespace
 
-Result<const VerifiedBundle*> verified_bundle(Context& ctx) {
-  if (!ctx.opts.bundle) return static_cast<const VerifiedBundle*>(nullptr);
-  if (ctx.facts.bundle) return &*ctx.facts.bundle;
+Result<VerifiedBundle> verify_run_bundle(Context& ctx) {
   auto options = bundle::trust_options(ctx.host.fs(), ctx.opts.trust_keys,
                                        ctx.opts.insecure_skip_signature,
                                        ctx.opts.trust_keys_origin);
@@ -76,23 +74,20 @@ Result<const VerifiedBundle*> verified_bundle(Context& ctx) {
     if (!text) return text.error();
     vb.manifests[f.path.substr(10)] = std::move(*text);
   }
-  ctx.facts.bundle = std::move(vb);
-  return &*ctx.facts.bundle;
+  return vb;
 }
 
-Result<ManifestTexts> manifest_texts(Context& ctx) {
+ManifestTexts manifest_texts_of(const VerifiedBundle* bundle) {
   ManifestTexts texts = ManifestTexts::built_in();
-  auto vb = verified_bundle(ctx);
-  if (!vb) return vb.error();
-  if (*vb == nullptr) return texts;
-  const auto& m = (*vb)->manifests;
+  if (bundle == nullptr) return texts;
+  const auto& m = bundle->manifests;
   auto take = [&](const char* name, std::string& into) {
     if (auto it = m.find(name); it != m.end()) into = it->second;
   };
   take("runtimeclass-nvidia.yml", texts.runtimeclass);
   take("nvidia-device-plugin.yml", texts.device_plugin);
   take("nvidia-device-plugin-timeSlicing.yml", texts.time_slicing);
-  texts.origin = (*vb)->dir + "/manifests";
+  texts.origin = bundle->dir + "/manifests";
   return texts;
 }
 

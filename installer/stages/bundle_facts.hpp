@@ -1,19 +1,20 @@
-// --bundle, verified once per run before any stage takes anything from it:
-// refusing to act on a bundle whose hashes or signature do not verify.
+// --bundle, verified once per run before any stage takes anything from it
+// (Context::bundle()): refusing to act on a bundle whose hashes or
+// signature do not verify.
 #pragma once
 
 #include "gpunode/stage.hpp"
-#include "kube/manifests.hpp"
+#include "plugin/manifest_texts.hpp"
 
 namespace gpunode {
 
-// nullptr without --bundle; an Error (ExitCode::kIntegrity or kUsage) when
-// the bundle does not verify.
-Result<const VerifiedBundle*> verified_bundle(Context& ctx);
+// Verifies --bundle (given) and reads what the stages need from it: an
+// Error (ExitCode::kIntegrity or kUsage) when it does not verify.
+Result<VerifiedBundle> verify_run_bundle(Context& ctx);
 
-// The manifests this run installs: the verified bundle's manifests/*.yml
-// with --bundle (a bundle made by another gpunode version carries the
-// manifests that go with its image), else the compiled-in ones.
-Result<ManifestTexts> manifest_texts(Context& ctx);
+// The manifests a run installs: the verified bundle's manifests/*.yml (a
+// bundle made by another gpunode version carries the manifests that go with
+// its image), else (nullptr) the compiled-in ones.
+ManifestTexts manifest_texts_of(const VerifiedBundle* bundle);
 
 }  // namespace gpunode

@@ -26,7 +26,6 @@
 #include "gpunode/image_archive.hpp"
 #include "gpunode/images_lock.hpp"
 #include "gpunode/interrupt.hpp"
-#include "stages/bundle_facts.hpp"
 #include "stages/stages.hpp"
 
 namespace gpunode {
@@ -62,7 +61,7 @@ std::string no_archive_fix(const std::string& ref) {
 // The archive to import: --image-archive, or the verified bundle's image.
 Result<std::optional<std::string>> archive_source(Context& ctx) {
   if (ctx.opts.image_archive) return ctx.opts.image_archive;
-  auto bundle = verified_bundle(ctx);
+  auto bundle = ctx.bundle();
   if (!bundle) return bundle.error();
   if (*bundle == nullptr) return std::optional<std::string>();
   if ((*bundle)->device_plugin_archive.empty()) {

@@ -1,19 +1,9 @@
 #include "stages/plugin_cluster.hpp"
 
-#include "kube/cluster.hpp"
-#include "stages/bundle_facts.hpp"
+#include "kube/manifests.hpp"
+#include "run/cluster_facts.hpp"
 
 namespace gpunode {
-
-std::string daemonset_path() {
-  return std::string("/apis/apps/v1/namespaces/") + kPluginNamespace +
-         "/daemonsets/" + kPluginDaemonSet;
-}
-
-std::string configmap_path() {
-  return std::string("/api/v1/namespaces/") + kPluginNamespace +
-         "/configmaps/" + kPluginConfigMap;
-}
 
 namespace {
 
@@ -29,14 +19,12 @@ bool is_nvidia_plugin(const kube::json& ds) {
 }  // namespace
 
 Result<PluginState> read_plugin_state(Context& ctx) {
-  auto kube = cluster(ctx);
+  auto kube = ctx.cluster();
   if (!kube) return kube.error();
-  auto texts = manifest_texts(ctx);
-  if (!texts) return texts.error();
-  auto rendered = render_device_plugin(ctx.opts, ctx.opts.image_ref, *texts);
-  if (!rendered) return rendered.error();
+  auto plan = ctx.plugin_plan();
+  if (!plan) return plan.error();
   PluginState s;
-  s.rendered = std::move(*rendered);
+  s.plan = *plan;
 
   auto all = (*kube)->list("/apis/apps/v1/daemonsets", ctx.deadline);
   if (!all) return all.error();
@@ -60,22 +48,22 @@ Result<PluginState> read_plugin_state(Context& ctx) {
   auto ds = (*kube)->get(daemonset_path(), ctx.deadline);
   if (!ds) return ds.error();
   s.daemonset_live = *ds;
-  s.daemonset_matches = *ds && holds_all_of(**ds, s.rendered.daemonset);
+  s.daemonset_matches = *ds && holds_all_of(**ds, s.plan->daemonset);
 
   auto cm = (*kube)->get(configmap_path(), ctx.deadline);
   if (!cm) return cm.error();
   s.configmap_live = *cm;
   s.configmap_matches =
-      s.rendered.configmap && *cm && holds_all_of(**cm, *s.rendered.configmap);
+      s.plan->configmap && *cm && holds_all_of(**cm, *s.plan->configmap);
   return s;
 }
 
 Result<std::vector<std::string>> foreign_resources(Context& ctx,
                                                    const PluginState& s) {
   std::vector<std::string> out;
-  auto kube = cluster(ctx);
+  auto kube = ctx.cluster();
   if (!kube) return kube.error();
-  auto node = node_name(ctx);
+  auto node = ctx.node();
   if (!node) return node.error();
   auto live = (*kube)->get("/api/v1/nodes/" + *node, ctx.deadline);
   if (!live) return live.error();
@@ -84,7 +72,7 @@ Result<std::vector<std::string>> foreign_resources(Context& ctx,
   const kube::json capacity = status.value("capacity", kube::json::object());
   for (auto it = capacity.begin(); it != capacity.end(); ++it) {
     const std::string& name = it.key();
-    if (name.rfind("nvidia.com/", 0) == 0 && name != s.rendered.resource)
+    if (name.rfind("nvidia.com/", 0) == 0 && name != s.plan->resource)
       out.push_back(name + ": " +
                     (it.value().is_string() ? it.value().get<std::string>()
                                             : it.value().dump()));

@@ -1,5 +1,5 @@
-// What the cluster holds of the device plugin, shared by the plugin,
-// allocatable and uninstall steps.
+// What the cluster holds of the device plugin, beside the run's plan: read
+// by the plugin stage.
 #pragma once
 
 #include <string>
@@ -7,7 +7,7 @@
 
 #include "gpunode/kube.hpp"
 #include "gpunode/stage.hpp"
-#include "kube/manifests.hpp"
+#include "plugin/device_plugin_plan.hpp"
 
 namespace gpunode {
 
@@ -19,7 +19,7 @@ struct OtherPlugin {
 };
 
 struct PluginState {
-  RenderedPlugin rendered;
+  const DevicePluginPlan* plan = nullptr;  // the run's (Context::plugin_plan)
   std::optional<kube::json> daemonset_live;
   std::optional<kube::json> configmap_live;
   bool daemonset_matches = false;
@@ -27,13 +27,10 @@ struct PluginState {
   std::vector<OtherPlugin> others;  // NVIDIA device plugins that are not ours
 };
 
-std::string daemonset_path();
-std::string configmap_path();
-
 Result<PluginState> read_plugin_state(Context& ctx);
 
 // "name: capacity" of the nvidia.com/* resources in this node's capacity
-// that the plugin as rendered in `s` will not advertise: what another
+// that the plugin as planned will not advertise: what another
 // plugin, or our other variant, leaves behind.
 Result<std::vector<std::string>> foreign_resources(Context& ctx,
                                                    const PluginState& s);

@@ -3,8 +3,8 @@
 // apply, only when the live objects differ; the stale time-slicing ConfigMap
 // removed after a switch to the default variant; and no second NVIDIA device
 // plugin left fighting over the same resource.
-#include "kube/cluster.hpp"
 #include "kube/manifests.hpp"
+#include "run/cluster_facts.hpp"
 #include "stages/plugin_cluster.hpp"
 #include "stages/stages.hpp"
 
@@ -45,10 +45,11 @@ std::vector<std::string> stale_resources(
     for (std::size_t at = 0; (at = escaped.find('/', at)) != std::string::npos;
          at += 2)
       escaped.replace(at, 1, "~1");
-    const std::string node = ctx.facts.node.value_or("NODE");
+    auto known = ctx.node();
+    const std::string node = known ? *known : "NODE";
     out.push_back(
         "node " + node + " lists " + found +
-        ", which the device plugin gpunode installs (" + s.rendered.resource +
+        ", which the device plugin gpunode installs (" + s.plan->resource +
         ") does not advertise: once what advertises it is gone, kubelet keeps "
         "it, at 0, for ever, and workloads asking for it stay Pending. It "
         "clears with: kubectl patch node " +
@@ -67,10 +68,8 @@ class PluginStage : public Stage {
   std::string_view layer() const override { return "device plugin"; }
 
   std::string inputs(Context& ctx) const override {
-    return std::string("variant=") + variant_name(ctx.opts.variant) +
-           "\nreplicas=" + std::to_string(ctx.opts.replicas) +
-           "\nrename_shared=" + (ctx.opts.rename_shared ? "true" : "false") +
-           "\nimage=" + ctx.opts.image_ref + "\nreplace_existing=" +
+    return sharing_inputs(ctx.opts.sharing) + "\nimage=" + ctx.opts.image_ref +
+           "\nreplace_existing=" +
            (ctx.opts.replace_existing ? "true" : "false") + "\n";
   }
 
@@ -112,29 +111,29 @@ class PluginStage : public Stage {
       for (std::string& w : stale_resources(ctx, s, *foreign))
         left.push_back(std::move(w));
     }
-    if (s.rendered.configmap && !s.configmap_matches) {
+    if (s.plan->configmap && !s.configmap_matches) {
       actions.push_back(std::string(s.configmap_live ? "update" : "create") +
                         " ConfigMap " + kPluginNamespace + "/" +
                         kPluginConfigMap + " (" +
-                        std::to_string(s.rendered.replicas) + " replicas, " +
-                        s.rendered.resource + ")");
+                        std::to_string(s.plan->replicas) + " replicas, " +
+                        s.plan->resource + ")");
     }
     if (!s.daemonset_matches) {
       actions.push_back(std::string(s.daemonset_live ? "update" : "create") +
                         " DaemonSet " + kPluginNamespace + "/" +
                         kPluginDaemonSet + " (" +
-                        variant_name(ctx.opts.variant) +
+                        variant_name(s.plan->sharing.variant) +
                         " variant; its pods restart with it)");
     }
-    if (!s.rendered.configmap && s.configmap_live) {
+    if (!s.plan->configmap && s.configmap_live) {
       actions.push_back(std::string("delete the stale ConfigMap ") +
                         kPluginNamespace + "/" + kPluginConfigMap +
                         " left by the time-slicing variant");
     }
-    const std::string what = std::string(variant_name(ctx.opts.variant)) +
-                             " variant, " +
-                             std::to_string(s.rendered.replicas) +
-                             " slot(s) per GPU as " + s.rendered.resource;
+    const std::string what =
+        std::string(variant_name(s.plan->sharing.variant)) + " variant, " +
+        std::to_string(s.plan->replicas) + " slot(s) per GPU as " +
+        s.plan->resource;
     Check c =
         actions.empty()
             ? satisfied("plugin.ok",
@@ -146,14 +145,14 @@ class PluginStage : public Stage {
     if (s.daemonset_live && !s.daemonset_matches) {
       c.details.push_back(
           "live DaemonSet: " +
-          first_difference(*s.daemonset_live, s.rendered.daemonset));
+          first_difference(*s.daemonset_live, s.plan->daemonset));
     }
-    if (s.configmap_live && s.rendered.configmap && !s.configmap_matches) {
+    if (s.configmap_live && s.plan->configmap && !s.configmap_matches) {
       c.details.push_back(
           "live ConfigMap: " +
-          first_difference(*s.configmap_live, *s.rendered.configmap));
+          first_difference(*s.configmap_live, *s.plan->configmap));
     }
-    add_platform_settings(c, s.rendered.resource);
+    add_platform_settings(c, s.plan->resource);
     c.warnings.insert(c.warnings.end(), left.begin(), left.end());
     return c;
   }
@@ -161,7 +160,7 @@ class PluginStage : public Stage {
   Result<void> apply(Context& ctx, const Check&) override {
     auto state = read_plugin_state(ctx);
     if (!state) return state.error();
-    auto kube = cluster(ctx);
+    auto kube = ctx.cluster();
     if (!kube) return kube.error();
     const PluginState& s = *state;
     if (ctx.opts.replace_existing) {
@@ -173,17 +172,17 @@ class PluginStage : public Stage {
       }
     }
     // The ConfigMap first: the restarted pods read it when they start.
-    if (s.rendered.configmap && !s.configmap_matches) {
-      auto r = (*kube)->apply(object_path(*s.rendered.configmap),
-                              *s.rendered.configmap, ctx.deadline);
+    if (s.plan->configmap && !s.configmap_matches) {
+      auto r = (*kube)->apply(object_path(*s.plan->configmap),
+                              *s.plan->configmap, ctx.deadline);
       if (!r) return r.error();
     }
     if (!s.daemonset_matches) {
-      auto r = (*kube)->apply(object_path(s.rendered.daemonset),
-                              s.rendered.daemonset, ctx.deadline);
+      auto r = (*kube)->apply(object_path(s.plan->daemonset), s.plan->daemonset,
+                              ctx.deadline);
       if (!r) return r.error();
     }
-    if (!s.rendered.configmap && s.configmap_live) {
+    if (!s.plan->configmap && s.configmap_live) {
       auto r = (*kube)->remove(configmap_path(), ctx.deadline);
       if (!r) return r.error();
     }

@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "gpunode/image_archive.hpp"
-#include "kube/cluster.hpp"
-#include "stages/bundle_facts.hpp"
+#include "run/cluster_facts.hpp"
 #include "stages/stages.hpp"
 
 namespace gpunode {
@@ -32,7 +31,7 @@ constexpr std::chrono::seconds kNodeProbe{2};
 // Read-only (GET, and LIST to name the nodes there are); nullopt when the
 // node exists or the API cannot tell us now.
 std::optional<Check> unknown_node(Context& ctx, const std::string& node) {
-  auto kube = cluster(ctx);
+  auto kube = ctx.cluster();
   if (!kube) return std::nullopt;
   const auto deadline =
       std::min(ctx.deadline, ctx.host.clock().steady_now() + kNodeProbe);
@@ -72,14 +71,14 @@ class PreflightStage : public Stage {
     }
     // The node name is read now, not when the allocatable stage needs it:
     // a bad one must stop the run before the layers below change anything.
-    auto node = node_name(ctx);
+    auto node = ctx.node();
     if (!node) {
       return blocked("preflight.node-name", node.error().message,
                      node.error().fix, node.error().exit);
     }
     if (auto missing = unknown_node(ctx, *node)) return *missing;
     // The bundle is checked before anything is taken from it.
-    auto bundle = verified_bundle(ctx);
+    auto bundle = ctx.bundle();
     if (!bundle) {
       return blocked("preflight.bundle", bundle.error().message,
                      bundle.error().fix, bundle.error().exit);

@@ -2,9 +2,9 @@
 // `nvidia`, so a Pod can name the containerd handler k3s renders. k3s >=
 // v1.29 creates one itself (manifests/runtimes.yaml): that one is accepted
 // as it is. One with another handler is never overwritten silently.
-#include "kube/cluster.hpp"
 #include "kube/manifests.hpp"
-#include "stages/bundle_facts.hpp"
+#include "plugin/device_plugin_plan.hpp"
+#include "run/cluster_facts.hpp"
 #include "stages/stages.hpp"
 
 namespace gpunode {
@@ -23,7 +23,7 @@ class RuntimeClassStage : public Stage {
   }
 
   Check check(Context& ctx) override {
-    auto kube = cluster(ctx);
+    auto kube = ctx.cluster();
     if (!kube) return from_error(ctx, kube.error());
     auto live = (*kube)->get(kPath, ctx.deadline);
     if (!live) return from_error(ctx, live.error());
@@ -53,11 +53,11 @@ class RuntimeClassStage : public Stage {
   }
 
   Result<void> apply(Context& ctx, const Check&) override {
-    auto kube = cluster(ctx);
+    auto kube = ctx.cluster();
     if (!kube) return kube.error();
-    auto texts = manifest_texts(ctx);
+    auto texts = ctx.manifests();
     if (!texts) return texts.error();
-    auto rc = render_runtimeclass(*texts);
+    auto rc = render_runtimeclass(**texts);
     if (!rc) return rc.error();
     auto applied = (*kube)->apply(kPath, *rc, ctx.deadline);
     if (!applied) return applied.error();

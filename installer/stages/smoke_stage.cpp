@@ -4,9 +4,9 @@
 // is deleted whatever happens.
 #include <random>
 
-#include "kube/cluster.hpp"
 #include "kube/manifests.hpp"
-#include "stages/bundle_facts.hpp"
+#include "plugin/device_plugin_plan.hpp"
+#include "run/cluster_facts.hpp"
 #include "stages/plugin_cluster.hpp"
 #include "stages/stages.hpp"
 
@@ -26,29 +26,27 @@ class SmokeStage : public Stage {
     return "smoke_image=" + ctx.opts.smoke_image + "\n";
   }
 
+  // A smoke test is an action, not a state: --smoke (or --only smoke).
+  bool opt_in() const override { return true; }
+  bool asked_for(const Options& opts) const override { return opts.smoke; }
+
   Check check(Context& ctx) override {
     if (!passed_.empty()) return satisfied("smoke.ok", passed_);
     // A smoke test is an action, not a state: asked for, it always runs.
-    auto texts = manifest_texts(ctx);
-    if (!texts)
-      return blocked("smoke.render", texts.error().message, texts.error().fix);
-    auto rendered = render_device_plugin(ctx.opts, ctx.opts.image_ref, *texts);
-    if (!rendered)
-      return blocked("smoke.render", rendered.error().message,
-                     rendered.error().fix);
+    auto plan = ctx.plugin_plan();
+    if (!plan)
+      return blocked("smoke.render", plan.error().message, plan.error().fix);
     return needed("smoke.run", "a CUDA Pod has not been run in this invocation",
                   "run " + ctx.opts.smoke_image +
                       " in a Pod with runtimeClassName nvidia and " +
-                      rendered->resource + ": 1, read its log, delete it");
+                      (*plan)->resource + ": 1, read its log, delete it");
   }
 
   Result<void> apply(Context& ctx, const Check&) override {
-    auto kube = cluster(ctx);
+    auto kube = ctx.cluster();
     if (!kube) return kube.error();
-    auto texts = manifest_texts(ctx);
-    if (!texts) return texts.error();
-    auto rendered = render_device_plugin(ctx.opts, ctx.opts.image_ref, *texts);
-    if (!rendered) return rendered.error();
+    auto plan = ctx.plugin_plan();
+    if (!plan) return plan.error();
     std::mt19937 rng(std::random_device{}());
     const std::string name = "gpunode-smoke-" + std::to_string(rng() % 100000);
     const std::string path =
@@ -70,7 +68,7 @@ class SmokeStage : public Stage {
            json::array(
                {{{"name", "cuda"},
                  {"image", ctx.opts.smoke_image},
-                 {"resources", {{"limits", {{rendered->resource, 1}}}}}}})}}}};
+                 {"resources", {{"limits", {{(*plan)->resource, 1}}}}}}})}}}};
     auto created = (*kube)->create(
         std::string("/api/v1/namespaces/") + kNamespace + "/pods", pod,
         ctx.deadline);

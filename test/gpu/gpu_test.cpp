@@ -132,8 +132,8 @@ TEST_CASE("the driver stage answers from NVML on this machine", "[gpu]") {
         "/proc/driver/nvidia/version)");
   }
   Options opts;  // root "/": NVML is asked
-  Context ctx{*host, opts, Facts{},
-              host->clock().steady_now() + std::chrono::minutes(1)};
+  Context ctx(*host, opts,
+              host->clock().steady_now() + std::chrono::minutes(1));
   const auto t0 = std::chrono::steady_clock::now();
   Check c = make_driver_stage()->check(ctx);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -142,8 +142,9 @@ TEST_CASE("the driver stage answers from NVML on this machine", "[gpu]") {
   INFO(c.code << ": " << c.summary << " / " << c.fix);
   CHECK(c.status == CheckStatus::kSatisfied);
   CHECK_THAT(c.summary, Catch::EndsWith("(NVML)"));
-  REQUIRE(ctx.facts.gpus.has_value());
-  CHECK(ctx.facts.gpus->gpus.size() == nvml.inventory->gpus.size());
+  const auto counted = ctx.gpus();
+  REQUIRE(counted.ok());
+  CHECK((*counted)->gpus.size() == nvml.inventory->gpus.size());
   WARN(c.summary << " in " << ms << " ms");
 }
 

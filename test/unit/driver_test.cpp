@@ -47,11 +47,13 @@ struct SimHost {
 
   // Runs check() with `time_left` before the run's deadline.
   Check check(milliseconds time_left = std::chrono::minutes(10)) {
-    Context ctx{host, opts, Facts{}, clock.steady_now() + time_left};
+    Context ctx(host, opts, clock.steady_now() + time_left);
     auto stage = make_driver_stage();
     before = test::snapshot_tree(root);
     Check c = stage->check(ctx);
-    facts = ctx.facts;
+    // What the driver layer counted, as a later stage would read it.
+    facts.gpus.reset();
+    if (auto found = ctx.gpus()) facts.gpus = **found;
     return c;
   }
 
@@ -65,7 +67,9 @@ struct SimHost {
   ComposedHost host;
   Options opts;
   test::ScopedEnv env;
-  Facts facts;
+  struct {
+    std::optional<GpuInventory> gpus;
+  } facts;
   std::map<std::string, std::string> before;
 };
 
@@ -76,7 +80,7 @@ TEST_CASE("the driver stage is named for its layer and changes nothing",
   CHECK(stage->name() == "driver");
   CHECK(stage->layer() == "NVIDIA driver");
   SimHost sim("good-v3");
-  Context ctx{sim.host, sim.opts, Facts{}, sim.clock.steady_now()};
+  Context ctx(sim.host, sim.opts, sim.clock.steady_now());
   CHECK(stage->apply(ctx, Check{}).ok());
 }
 
@@ -279,7 +283,7 @@ TEST_CASE("the driver stage's inputs name root, --min-driver and the module",
           "[driver]") {
   SimHost sim("good-v3");
   sim.opts.min_driver = "550.54.15";
-  Context ctx{sim.host, sim.opts, Facts{}, sim.clock.steady_now()};
+  Context ctx(sim.host, sim.opts, sim.clock.steady_now());
   const std::string in = make_driver_stage()->inputs(ctx);
   CHECK_THAT(in, Catch::Contains("root=" + sim.root) &&
                      Catch::Contains("min_driver=550.54.15") &&

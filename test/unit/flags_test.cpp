@@ -41,8 +41,8 @@ void expect_usage(const FlagValues& v, const std::string& flag) {
 TEST_CASE("the defaults are the contract's", "[flags]") {
   auto o = validate_flags(base());
   REQUIRE(o);
-  CHECK(o->variant == Variant::kDefault);
-  CHECK(o->replicas == 1);
+  CHECK(o->sharing.variant == Variant::kDefault);
+  CHECK(o->sharing.replicas == 1);
   CHECK(o->timeout == 600000ms);
   CHECK(o->state_dir == "/var/lib/gpunode");
   CHECK(o->kubeconfig == "/etc/rancher/k3s/k3s.yaml");
@@ -52,11 +52,11 @@ TEST_CASE("time-slicing defaults to 8 replicas and accepts 2 and more",
           "[flags]") {
   FlagValues v = base();
   v.variant = "time-slicing";
-  CHECK(validate_flags(v)->replicas == 8);
+  CHECK(validate_flags(v)->sharing.replicas == 8);
   v.replicas = 2;
-  CHECK(validate_flags(v)->replicas == 2);
+  CHECK(validate_flags(v)->sharing.replicas == 2);
   v.rename_shared = true;
-  CHECK(validate_flags(v)->rename_shared);
+  CHECK(validate_flags(v)->sharing.rename);
 }
 
 TEST_CASE("each bad flag value is refused naming the flag", "[flags]") {

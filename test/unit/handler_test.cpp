@@ -79,7 +79,7 @@ struct SimHost {
   }
 
   Context context(milliseconds time_left = std::chrono::minutes(10)) {
-    return Context{host, opts, Facts{}, clock.steady_now() + time_left};
+    return Context(host, opts, clock.steady_now() + time_left);
   }
 
   // check() must never change the host: compare snapshots around it.
@@ -674,8 +674,7 @@ TEST_CASE("a half-written config is waited out rather than reported",
     }
   };
   ComposedHost host(*sim.fs, sim.fake, clock, 0, "gpu-node-1");
-  Context ctx{host, sim.opts, Facts{},
-              clock.steady_now() + std::chrono::minutes(1)};
+  Context ctx(host, sim.opts, clock.steady_now() + std::chrono::minutes(1));
   REQUIRE(sim.stage->apply(ctx, Check{}).ok());
   CHECK(sleeps == 3);
 }

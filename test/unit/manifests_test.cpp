@@ -4,26 +4,28 @@
 
 #include <catch2/catch.hpp>
 
+#include "plugin/device_plugin_plan.hpp"
+
 using namespace gpunode;
 using kube::json;
 
 namespace {
-Options slicing(int replicas, bool rename) {
-  Options o;
+Sharing slicing(int replicas, bool rename) {
+  Sharing o;
   o.variant = Variant::kTimeSlicing;
   o.replicas = replicas;
-  o.rename_shared = rename;
+  o.rename = rename;
   return o;
 }
-const json& container(const RenderedPlugin& p) {
+const json& container(const DevicePluginPlan& p) {
   return p.daemonset["spec"]["template"]["spec"]["containers"][0];
 }
 }  // namespace
 
 TEST_CASE("the default manifest is the platform's, with its runtimeClassName",
           "[manifests]") {
-  auto p = render_device_plugin(Options{},
-                                "nvcr.io/nvidia/k8s-device-plugin:v0.19.3");
+  auto p =
+      plan_device_plugin(Sharing{}, "nvcr.io/nvidia/k8s-device-plugin:v0.19.3");
   REQUIRE(p);
   CHECK_FALSE(p->configmap);
   CHECK(p->resource == "nvidia.com/gpu");
@@ -45,7 +47,7 @@ TEST_CASE(
     "time-slicing renders replicas and renameByDefault where the plugin reads "
     "them",
     "[manifests]") {
-  auto p = render_device_plugin(slicing(4, true), "img:1");
+  auto p = plan_device_plugin(slicing(4, true), "img:1");
   REQUIRE(p);
   REQUIRE(p->configmap);
   CHECK(p->resource == "nvidia.com/gpu.shared");
@@ -66,20 +68,19 @@ TEST_CASE(
 
 TEST_CASE("every config change changes the pod template, so the pods restart",
           "[manifests]") {
-  auto eight = render_device_plugin(slicing(8, false), "img:1");
-  auto four = render_device_plugin(slicing(4, false), "img:1");
-  auto renamed = render_device_plugin(slicing(8, true), "img:1");
-  auto plain = render_device_plugin(Options{}, "img:1");
+  auto eight = plan_device_plugin(slicing(8, false), "img:1");
+  auto four = plan_device_plugin(slicing(4, false), "img:1");
+  auto renamed = plan_device_plugin(slicing(8, true), "img:1");
+  auto plain = plan_device_plugin(Sharing{}, "img:1");
   REQUIRE((eight && four && renamed && plain));
-  const auto hash = [](const RenderedPlugin& p) {
+  const auto hash = [](const DevicePluginPlan& p) {
     return p.daemonset["spec"]["template"]["metadata"]["annotations"]
                       [kConfigHashAnnotation];
   };
   CHECK(hash(*eight) != hash(*four));
   CHECK(hash(*eight) != hash(*renamed));
   CHECK(hash(*eight) != hash(*plain));
-  CHECK(hash(*eight) ==
-        hash(*render_device_plugin(slicing(8, false), "img:1")));
+  CHECK(hash(*eight) == hash(*plan_device_plugin(slicing(8, false), "img:1")));
 }
 
 TEST_CASE("a live object that holds everything desired needs no write",

@@ -75,7 +75,7 @@ Check preflight(std::uint64_t free, bool with_archive,
   opts.root = root;
   opts.image_ref = locked_device_plugin_image().ref;
   if (with_archive) opts.image_archive = archive;
-  Context ctx{host, opts, {}, clock.steady_now() + std::chrono::minutes(1)};
+  Context ctx(host, opts, clock.steady_now() + std::chrono::minutes(1));
   return make_preflight_stage()->check(ctx);
 }
 

@@ -95,7 +95,7 @@ TEST_CASE("flag beats environment beats file beats built-in", "[config]") {
   CHECK(v.trust_keys[0] == root.path() + "/etc/gpunode/keys/site.pub");
   auto options = validate_flags(v);
   REQUIRE(options);
-  CHECK(options->replicas == 6);
+  CHECK(options->sharing.replicas == 6);
 }
 
 TEST_CASE("a site replicas default is unused with the default variant",

@@ -33,8 +33,7 @@ struct Tree {
   }
 
   Check check() {
-    Context ctx{host, opts, Facts{},
-                clock.steady_now() + std::chrono::minutes(10)};
+    Context ctx(host, opts, clock.steady_now() + std::chrono::minutes(10));
     before = test::snapshot_tree(root);
     Check c = make_toolkit_stage()->check(ctx);
     unchanged = test::snapshot_tree(root) == before;
@@ -64,7 +63,7 @@ TEST_CASE(
   CHECK(stage->name() == "toolkit");
   CHECK(stage->layer() == "nvidia-container-runtime");
   Tree t("good-v3");
-  Context ctx{t.host, t.opts, Facts{}, t.clock.steady_now()};
+  Context ctx(t.host, t.opts, t.clock.steady_now());
   auto before = test::snapshot_tree(t.root);
   CHECK(stage->apply(ctx, Check{}).ok());
   CHECK(test::snapshot_tree(t.root) == before);
@@ -272,7 +271,7 @@ TEST_CASE(
 
 TEST_CASE("the toolkit inputs change when the runtime moves", "[toolkit]") {
   Tree t("good-v3");
-  Context ctx{t.host, t.opts, Facts{}, t.clock.steady_now()};
+  Context ctx(t.host, t.opts, t.clock.steady_now());
   auto stage = make_toolkit_stage();
   const std::string before = stage->inputs(ctx);
   CHECK_THAT(before, Catch::Contains("root=" + t.root));

@@ -1,20 +1,17 @@
-#include "kube/cluster.hpp"
+#include "run/cluster_facts.hpp"
 
 #include <yaml-cpp/yaml.h>
 
 namespace gpunode {
 
-Result<kube::Client*> cluster(Context& ctx) {
-  if (ctx.facts.cluster_down) return *ctx.facts.cluster_down;
-  if (ctx.facts.kube) return ctx.facts.kube.get();
-  auto config = kube::load_kubeconfig(ctx.host.fs(), ctx.opts.kubeconfig);
+Result<std::unique_ptr<kube::Client>> connect_cluster(
+    Host& host, const Options& opts,
+    std::vector<std::pair<std::string, std::string>>& warnings) {
+  auto config = kube::load_kubeconfig(host.fs(), opts.kubeconfig);
   if (!config) return config.error();
   for (const std::string& w : config->warnings)
-    ctx.facts.warnings.emplace_back("kubeconfig", w);
-  auto client = kube::Client::connect(*config, ctx.host.clock());
-  if (!client) return client.error();
-  ctx.facts.kube = std::shared_ptr<kube::Client>(std::move(*client));
-  return ctx.facts.kube.get();
+    warnings.emplace_back("kubeconfig", w);
+  return kube::Client::connect(*config, host.clock());
 }
 
 Check cluster_blocked(Context& ctx, const Error& e,
@@ -24,17 +21,16 @@ Check cluster_blocked(Context& ctx, const Error& e,
                           (e.layer == "cluster" && e.exit != ExitCode::kUsage);
   if (e.layer == "kubeconfig" ||
       (connection && (e.status == 0 || e.status >= 500)))
-    ctx.facts.cluster_down = e;
+    ctx.mark_cluster_down(e);
   return blocked(connection ? kClusterConnectionCode : own_code, e.message,
                  e.fix, e.exit);
 }
 
-Result<std::string> node_name(Context& ctx) {
-  if (ctx.facts.node) return *ctx.facts.node;
-  std::string name = ctx.opts.node;
+Result<std::string> find_node_name(Host& host, const Options& opts) {
+  std::string name = opts.node;
   const std::string config_path = "/etc/rancher/k3s/config.yaml";
-  if (name.empty() && ctx.host.fs().stat(config_path)) {
-    auto text = ctx.host.fs().read_file(config_path, 1024 * 1024);
+  if (name.empty() && host.fs().stat(config_path)) {
+    auto text = host.fs().read_file(config_path, 1024 * 1024);
     if (!text) return text.error();
     try {
       YAML::Node config = YAML::Load(*text);
@@ -49,9 +45,9 @@ Result<std::string> node_name(Context& ctx) {
           "fix the YAML in " + config_path + " (k3s reads it too)"};
     }
   }
-  std::string source = ctx.opts.node.empty() ? config_path : "--node";
+  std::string source = opts.node.empty() ? config_path : "--node";
   if (name.empty()) {
-    name = ctx.host.hostname();
+    name = host.hostname();
     source = "the host name";
   }
   // k3s lower-cases the host name for the node name.
@@ -68,7 +64,6 @@ Result<std::string> node_name(Context& ctx) {
                      " to the name k3s registered this node as, or pass "
                      "--node NAME"};
   }
-  ctx.facts.node = name;
   return name;
 }
 

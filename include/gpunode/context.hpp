@@ -1,0 +1,117 @@
+// What one run knows: the host, the options, its deadline, and the facts
+// stages share. After kubeadm's InitData (cmd/kubeadm/app/cmd/phases/init/
+// data.go): each fact is an accessor, computed on first use by one function
+// and then kept, errors included, so no stage runs another stage's check()
+// to learn something, and no stage fills a fact for a later one.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpunode/gpu.hpp"
+#include "gpunode/host.hpp"
+#include "gpunode/options.hpp"
+#include "gpunode/result.hpp"
+
+namespace gpunode {
+
+namespace kube {
+class Client;
+}
+struct GpuProbe;          // gpu/gpu_probe.hpp
+struct ManifestTexts;     // plugin/manifest_texts.hpp
+struct DevicePluginPlan;  // plugin/device_plugin_plan.hpp
+
+// A bundle that passed verification in this run: what the stages take from it.
+struct VerifiedBundle {
+  std::string dir;
+  std::string summary;                // files, bytes, signer
+  std::string device_plugin_archive;  // real path inside the bundle, or empty
+  std::string device_plugin_ref;
+  std::string min_driver;         // may be empty
+  std::uint64_t image_bytes = 0;  // the image archives' total size
+  // manifests/*.yml as the bundle carries them (read once, after their
+  // hashes verified), by file name; the stages install these, not the
+  // running binary's compiled-in copies.
+  std::map<std::string, std::string> manifests;
+};
+
+// Facts given to a run instead of found by it: a unit test's recorded
+// cluster (test/support/cluster_bed.hpp), its node and its GPUs.
+struct KnownFacts {
+  std::shared_ptr<kube::Client> cluster;
+  std::optional<std::string> node;
+  std::optional<GpuInventory> gpus;
+};
+
+class Context {
+ public:
+  Context(Host& host, const Options& opts,
+          std::chrono::steady_clock::time_point deadline,
+          KnownFacts known = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  Host& host;
+  const Options& opts;
+  // The run's deadline (--timeout from the start). A step that needs time
+  // of its own after it (the allocatable diagnosis) takes its own.
+  std::chrono::steady_clock::time_point deadline;
+  std::chrono::milliseconds time_left() const;
+
+  // One API client per run, from --kubeconfig (run/cluster_facts.cpp).
+  Result<kube::Client*> cluster();
+  // The cluster cannot be reached at all: cluster() answers `e` from now
+  // on, so later stages do not wait out the --timeout again.
+  void mark_cluster_down(const Error& e);
+  // --node, else node-name in /etc/rancher/k3s/config.yaml, else the host
+  // name (run/cluster_facts.cpp).
+  Result<std::string> node();
+  // What asking the kernel module and the driver found (gpu/gpu_probe.cpp).
+  const GpuProbe& gpu_probe();
+  // The GPUs, or the driver layer's reason there are none to count.
+  Result<const GpuInventory*> gpus();
+  // --bundle, verified (stages/bundle_facts.cpp); nullptr without it.
+  Result<const VerifiedBundle*> bundle();
+  // The manifests this run installs: the bundle's, else the built-in ones.
+  Result<const ManifestTexts*> manifests();
+  // The device plugin as this run wants it, rendered once.
+  Result<const DevicePluginPlan*> plugin_plan();
+
+  // Found while getting a fact, not blocking: the runner reports each once,
+  // after the check that found it, as (layer, text).
+  void warn(std::string layer, std::string text);
+  std::vector<std::pair<std::string, std::string>> take_warnings();
+
+ private:
+  template <typename T>
+  struct Memo {
+    std::shared_ptr<const T> value;
+    std::optional<Error> error;
+    bool known() const { return value || error; }
+  };
+  template <typename T, typename Make>
+  Result<const T*> memo(Memo<T>& m, Make make);
+
+  KnownFacts known_;
+  std::shared_ptr<kube::Client> cluster_;
+  std::optional<Error> cluster_error_;
+  bool cluster_tried_ = false;
+  std::optional<Error> cluster_down_;
+  Memo<std::string> node_;
+  std::shared_ptr<const GpuProbe> gpu_probe_;
+  Memo<VerifiedBundle> bundle_;
+  bool no_bundle_ = false;
+  Memo<ManifestTexts> manifests_;
+  Memo<DevicePluginPlan> plugin_plan_;
+  std::vector<std::pair<std::string, std::string>> warnings_;
+};
+
+}  // namespace gpunode

@@ -1,0 +1,55 @@
+// The device plugin as this run wants it: built once per run from the
+// sharing settings and the manifest texts (Context::plugin_plan()), and read
+// by every step that needs it (the plugin, allocatable and smoke stages,
+// uninstall, plan). One owner for the objects to apply, the resource each
+// GPU advertises and the config digest.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "gpunode/kube.hpp"
+#include "gpunode/sharing.hpp"
+#include "plugin/manifest_texts.hpp"
+
+namespace gpunode {
+
+inline constexpr const char* kConfigHashAnnotation = "gpunode.io/config-hash";
+inline constexpr const char* kPluginNamespace = "kube-system";
+inline constexpr const char* kPluginDaemonSet =
+    "nvidia-device-plugin-daemonset";
+inline constexpr const char* kPluginConfigMap = "nvidia-device-plugin-config";
+// The label the platform's DaemonSet puts on its pods.
+inline constexpr const char* kPluginPodSelector =
+    "name=nvidia-device-plugin-ds";
+
+struct DevicePluginPlan {
+  Sharing sharing;
+  std::string image;                    // the plugin container's image
+  kube::json daemonset;                 // as it is applied
+  std::optional<kube::json> configmap;  // time-slicing only
+  std::string resource;          // nvidia.com/gpu or nvidia.com/gpu.shared
+  int replicas = 1;              // slots per GPU
+  std::string config_hash;       // also on the pod template
+  std::string manifests_origin;  // "built-in" or the bundle's manifests/
+
+  // GPUs x slots: what a node with `gpus` GPUs advertises.
+  long long slots_for(int gpus) const {
+    return static_cast<long long>(gpus) * replicas;
+  }
+};
+
+std::string daemonset_path();
+std::string configmap_path();
+
+// The platform's device plugin manifest for `sharing`, with `image` as the
+// plugin container's image. Errors (ExitCode::kUsage, layer "plugin") name
+// the manifest that is malformed.
+Result<DevicePluginPlan> plan_device_plugin(
+    const Sharing& sharing, const std::string& image,
+    const ManifestTexts& texts = ManifestTexts::built_in());
+
+Result<kube::json> render_runtimeclass(
+    const ManifestTexts& texts = ManifestTexts::built_in());
+
+}  // namespace gpunode
