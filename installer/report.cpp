@@ -54,6 +54,7 @@ json stage_json(const Stage& stage, const Check& c, const char* status) {
   if (!c.warnings.empty()) j["warnings"] = c.warnings;
   if (!c.fix.empty()) j["fix"] = c.fix;
   if (!c.action.empty()) j["action"] = c.action;
+  if (!c.facts.empty()) j["facts"] = c.facts;
   return j;
 }
 
@@ -191,18 +192,19 @@ void Reporter::error(const Error& e) {
 
 void Reporter::result(std::string_view command, ExitCode code,
                       const std::string& summary,
-                      const std::vector<StageOutcome>& outcomes) {
+                      const std::vector<StageOutcome>& outcomes,
+                      const json& extra) {
   json stages = json::array();
   for (const auto& o : outcomes)
     stages.push_back(json{{"stage", o.stage}, {"status", o.status}});
-  emit_json(json{
-      {"event", "result"},
-      {"command", std::string(command)},
-      {"exit_code", static_cast<int>(code)},
-      {"status", exit_status_word(code)},
-      {"summary", summary},
-      {"stages",
-       stages}}.dump(-1, ' ', false, kBadUtf8));
+  json event{{"event", "result"},
+             {"command", std::string(command)},
+             {"exit_code", static_cast<int>(code)},
+             {"status", exit_status_word(code)},
+             {"summary", summary},
+             {"stages", stages}};
+  for (const auto& [key, value] : extra.items()) event[key] = value;
+  emit_json(event.dump(-1, ' ', false, kBadUtf8));
   err_ << paint(code == ExitCode::kOk ? kGreen : kRed,
                 std::string(command) + ": " + exit_status_word(code))
        << (summary.empty() ? "" : " - " + terminal_safe(summary)) << '\n';

@@ -13,6 +13,9 @@
 #include "gpunode/journal.hpp"
 #include "gpunode/run_lock.hpp"
 #include "gpunode/state_dir.hpp"
+#include "plan_totals.hpp"
+#include "plugin/manifest_texts.hpp"
+#include "run/cluster_facts.hpp"
 
 namespace gpunode {
 namespace {
@@ -76,7 +79,12 @@ class Run {
         report_(report),
         mutating_(mode == RunMode::kInstall && !opts.dry_run),
         command_(command_name(mode, opts)),
-        ctx_(host, opts, host.clock().steady_now() + opts.timeout) {}
+        // Only install writes to the cluster: every other command's writes
+        // (plan's dry run) go out with dryRun=All.
+        ctx_(host, opts, host.clock().steady_now() + opts.timeout, {},
+             mode == RunMode::kInstall && !opts.dry_run
+                 ? ClusterWrites::kReal
+                 : ClusterWrites::kDryRun) {}
 
   ExitCode execute(StageList stages) {
     if (mutating_) {
@@ -115,8 +123,12 @@ class Run {
       const std::string digest = sha256_hex(stage->inputs(ctx_));
       const std::string started = iso8601_utc(host_.clock().now());
       Check c = stage->check(ctx_);
+      if (previewing() && c.status == CheckStatus::kNeeded &&
+          stage->writes_only_cluster_objects())
+        c = dry_run(*stage, std::move(c));
       for (const auto& [layer, text] : ctx_.take_warnings())
         report_.warning(layer, text);
+      if (previewing()) totals_.add(c);
 
       // status goes on past a blocked layer; several layers above it often
       // share its cause (no kubeconfig, API down): say it once. The cluster
@@ -201,6 +213,51 @@ class Run {
   }
 
  private:
+  // plan and install --dry-run: say what install would change, and how much.
+  bool previewing() const { return !mutating_ && mode_ != RunMode::kStatus; }
+
+  // A needed stage that writes only API objects runs its apply() against
+  // this run's cluster, whose writes are all dryRun=All: the API server
+  // validates and admits them as it would for install, and stores nothing.
+  Check dry_run(Stage& stage, Check c) {
+    auto r = stage.apply(ctx_, c);
+    if (r) {
+      c.facts["dry_run"] = "accepted";
+      c.details.push_back(
+          "the API server's dry run (dryRun=All) accepts these writes");
+      return c;
+    }
+    const Error& e = r.error();
+    // 400/409/422 (validation), 403 (admission, RBAC): the server looked at
+    // what install would write and said no. Anything else is the
+    // connection's.
+    if (e.status < 400 || e.status >= 500 || e.status == 404) {
+      Check b =
+          cluster_blocked(ctx_, e, std::string(stage.name()) + ".dry-run");
+      b.facts = c.facts;
+      return b;
+    }
+    Check b =
+        blocked(std::string(stage.name()) + ".dry-run-refused",
+                "the API server refuses what install would write: " + e.message,
+                e.status == 403 ? e.fix
+                                : "install would fail the same way: fix "
+                                  "the manifest (" +
+                                      manifests_origin() +
+                                      ") or the cluster policy that "
+                                      "rejects it",
+                ExitCode::kBlocked);
+    b.facts = c.facts;
+    b.facts["dry_run"] = "refused";
+    b.details = c.details;
+    return b;
+  }
+
+  std::string manifests_origin() {
+    auto texts = ctx_.manifests();
+    return texts ? (*texts)->origin : std::string("built-in");
+  }
+
   LoadedJournal load_and_warn() {
     LoadedJournal loaded = load_journal(host_.fs(), opts_.state_dir);
     if (loaded.warning) report_.warning("journal", *loaded.warning);
@@ -364,7 +421,12 @@ class Run {
       journal_.journal.last_run->exit_code = static_cast<int>(code);
       (void)save();
     }
-    report_.result(command_, code, summary, outcomes_);
+    nlohmann::json extra = nlohmann::json::object();
+    if (previewing() && !totals_.empty()) {
+      report_.info("plan", totals_.human());
+      extra["plan"] = totals_.to_json();
+    }
+    report_.result(command_, code, summary, outcomes_, extra);
     return code;
   }
 
@@ -375,6 +437,7 @@ class Run {
   bool mutating_;
   std::string command_;
   Context ctx_;
+  PlanTotals totals_;
   std::unique_ptr<RunLock> lock_;
   LoadedJournal journal_;
   std::vector<StageOutcome> outcomes_;

@@ -50,11 +50,16 @@ struct KnownFacts {
   std::optional<GpuInventory> gpus;
 };
 
+// How a run's cluster writes go out: for real (install), or each with
+// dryRun=All (plan, --dry-run, status), so a read-only command cannot change
+// the cluster whatever a stage does (kube/dry_run_client.hpp).
+enum class ClusterWrites { kReal, kDryRun };
+
 class Context {
  public:
   Context(Host& host, const Options& opts,
-          std::chrono::steady_clock::time_point deadline,
-          KnownFacts known = {});
+          std::chrono::steady_clock::time_point deadline, KnownFacts known = {},
+          ClusterWrites writes = ClusterWrites::kReal);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -101,6 +106,7 @@ class Context {
   Result<const T*> memo(Memo<T>& m, Make make);
 
   KnownFacts known_;
+  ClusterWrites writes_;
   std::shared_ptr<kube::Client> cluster_;
   std::optional<Error> cluster_error_;
   bool cluster_tried_ = false;

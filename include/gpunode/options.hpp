@@ -14,7 +14,7 @@ namespace gpunode {
 struct Options {
   std::string root = "/";
   std::string state_dir = "/var/lib/gpunode";  // a host path, under root
-  Sharing sharing;  // variant, replicas, rename (gpunode/sharing.hpp)
+  Sharing sharing;   // variant, replicas, rename (gpunode/sharing.hpp)
   std::string node;  // empty: discover
   std::string kubeconfig = "/etc/rancher/k3s/k3s.yaml";
   std::chrono::milliseconds timeout = std::chrono::minutes(10);

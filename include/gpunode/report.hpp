@@ -3,6 +3,7 @@
 // JSON object per line on stdout with --json.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -32,9 +33,11 @@ class Reporter {
   void warning(std::string_view layer, const std::string& text);
   void info(std::string_view layer, const std::string& text);
   void error(const Error& e);
+  // `extra`: more fields of the result event (plan's "plan").
   void result(std::string_view command, ExitCode code,
               const std::string& summary,
-              const std::vector<StageOutcome>& outcomes);
+              const std::vector<StageOutcome>& outcomes,
+              const nlohmann::json& extra = nlohmann::json::object());
 
   // Show each check's detail lines (status, plan and -v do).
   void set_details(bool on) { details_ = on; }

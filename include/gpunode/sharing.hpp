@@ -51,7 +51,8 @@ struct SharingProblem {
   std::string message;  // without the setting's name
 };
 
-// "" when fine, else what is wrong with each value on its own.
+// "" when fine, else what is wrong with each value on its own, as a
+// settings file or variable states it (cli/site_config.cpp).
 std::string variant_problem(std::string_view variant);
 std::string replicas_problem(long long replicas);
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,11 @@ struct Check {
   // in its last line rather than a lower stage's lesser change.
   std::string cause;
   ExitCode exit = ExitCode::kBlocked;  // for blocked: the class of failure
+  // What the check found, as fields: --json's "facts" of the stage event
+  // (README, "JSON output"). The quantities plan adds up are here:
+  // "objects" {"create","update","delete": ["Kind ns/name", ...]},
+  // "import_bytes", "disk" {"path","needed_bytes","free_bytes"}.
+  nlohmann::json facts = nlohmann::json::object();
 };
 
 // The code of a check that could not ask the cluster (the kubeconfig, the
@@ -57,6 +63,11 @@ class Stage {
   // asked for, by --only NAME or asked_for(), and never from status.
   virtual bool opt_in() const { return false; }
   virtual bool asked_for(const Options&) const { return false; }
+  // True when apply() changes nothing but API objects, through
+  // ctx.cluster(): plan then runs it against a Context whose cluster sends
+  // every write with dryRun=All, so the API server validates (admission,
+  // schema) what install would write, and nothing is stored.
+  virtual bool writes_only_cluster_objects() const { return false; }
 };
 
 using StageList = std::vector<std::unique_ptr<Stage>>;

@@ -27,11 +27,7 @@ std::string replicas_problem(long long n) {
   if (n >= kMinSharedReplicas && n <= kMaxReplicas) return "";
   return "expected " + std::to_string(kMinSharedReplicas) + " to " +
          std::to_string(kMaxReplicas) + " slots per GPU, got " +
-         std::to_string(n) +
-         (n < kMinSharedReplicas
-              ? " (time-slicing needs at least 2: the device plugin rejects "
-                "fewer)"
-              : "");
+         std::to_string(n);
 }
 
 SharingOrProblem parse_sharing(std::string_view variant,
@@ -56,8 +52,18 @@ SharingOrProblem parse_sharing(std::string_view variant,
   }
   out.variant = Variant::kTimeSlicing;
   const long long n = replicas.value_or(kDefaultSharedReplicas);
-  if (std::string p = replicas_problem(n); !p.empty())
-    return refuse(SharingSetting::kReplicas, p);
+  if (n < kMinSharedReplicas) {
+    return refuse(SharingSetting::kReplicas,
+                  "time-slicing needs at least " +
+                      std::to_string(kMinSharedReplicas) +
+                      " replicas (the device plugin rejects fewer), got " +
+                      std::to_string(n));
+  }
+  if (n > kMaxReplicas) {
+    return refuse(SharingSetting::kReplicas,
+                  std::to_string(n) + " is more than " +
+                      std::to_string(kMaxReplicas) + " slots per GPU");
+  }
   out.replicas = static_cast<int>(n);
   out.rename = rename;
   return {out, std::nullopt};

@@ -2,6 +2,7 @@
 
 #include "gpu/gpu_probe.hpp"
 #include "gpunode/kube.hpp"
+#include "kube/dry_run_client.hpp"
 #include "plugin/device_plugin_plan.hpp"
 #include "run/cluster_facts.hpp"
 #include "stages/bundle_facts.hpp"
@@ -9,10 +10,13 @@
 namespace gpunode {
 
 Context::Context(Host& h, const Options& o,
-                 std::chrono::steady_clock::time_point d, KnownFacts known)
-    : host(h), opts(o), deadline(d), known_(std::move(known)) {
+                 std::chrono::steady_clock::time_point d, KnownFacts known,
+                 ClusterWrites writes)
+    : host(h), opts(o), deadline(d), known_(std::move(known)), writes_(writes) {
   if (known_.cluster) {
-    cluster_ = known_.cluster;
+    cluster_ = writes_ == ClusterWrites::kDryRun
+                   ? kube::make_dry_run_client(known_.cluster)
+                   : known_.cluster;
     cluster_tried_ = true;
   }
   if (known_.node)
@@ -50,10 +54,13 @@ Result<kube::Client*> Context::cluster() {
   if (!cluster_tried_) {
     cluster_tried_ = true;
     auto client = connect_cluster(host, opts, warnings_);
-    if (client)
+    if (client) {
       cluster_ = std::shared_ptr<kube::Client>(std::move(*client));
-    else
+      if (writes_ == ClusterWrites::kDryRun)
+        cluster_ = kube::make_dry_run_client(cluster_);
+    } else {
       cluster_error_ = client.error();
+    }
   }
   if (cluster_error_) return *cluster_error_;
   return cluster_.get();

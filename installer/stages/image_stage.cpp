@@ -136,6 +136,13 @@ class ImageStage : public Stage {
                      found.error().fix, found.error().exit);
     Check c = judge(ctx, ctr, ref, *found, archive);
     c.warnings.insert(c.warnings.end(), warnings.begin(), warnings.end());
+    // What an import would bring into containerd: the archive's members,
+    // and what they unpack to (plan adds these up).
+    if (c.status == CheckStatus::kNeeded && c.code != "image.unpinned" &&
+        archive) {
+      c.facts["import_bytes"] = archive->stored_bytes;
+      c.facts["unpacked_bytes"] = archive->unpacked_bytes;
+    }
     return c;
   }
 

@@ -62,10 +62,17 @@ std::vector<std::string> stale_resources(
   return out;
 }
 
+// How plan's totals name the two objects.
+const std::string kConfigMapName =
+    std::string("ConfigMap ") + kPluginNamespace + "/" + kPluginConfigMap;
+const std::string kDaemonSetName =
+    std::string("DaemonSet ") + kPluginNamespace + "/" + kPluginDaemonSet;
+
 class PluginStage : public Stage {
  public:
   std::string_view name() const override { return "plugin"; }
   std::string_view layer() const override { return "device plugin"; }
+  bool writes_only_cluster_objects() const override { return true; }
 
   std::string inputs(Context& ctx) const override {
     return sharing_inputs(ctx.opts.sharing) + "\nimage=" + ctx.opts.image_ref +
@@ -78,6 +85,9 @@ class PluginStage : public Stage {
     if (!state) return cluster_blocked(ctx, state.error(), "plugin.manifest");
     const PluginState& s = *state;
     std::vector<std::string> actions;
+    kube::json objects{{"create", kube::json::array()},
+                       {"update", kube::json::array()},
+                       {"delete", kube::json::array()}};
     if (!s.others.empty()) {
       if (!ctx.opts.replace_existing) {
         const auto& o = s.others.front();
@@ -99,8 +109,10 @@ class PluginStage : public Stage {
                 o.name +
                 " GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAMESPACE=" + o.ns);
       }
-      for (const auto& o : s.others)
+      for (const auto& o : s.others) {
         actions.push_back("delete DaemonSet " + o.ns + "/" + o.name);
+        objects["delete"].push_back("DaemonSet " + o.ns + "/" + o.name);
+      }
     }
     std::vector<std::string> left = replace_leftovers(ctx, s);
     // Only when something is about to change: a rerun with everything in
@@ -112,6 +124,7 @@ class PluginStage : public Stage {
         left.push_back(std::move(w));
     }
     if (s.plan->configmap && !s.configmap_matches) {
+      objects[s.configmap_live ? "update" : "create"].push_back(kConfigMapName);
       actions.push_back(std::string(s.configmap_live ? "update" : "create") +
                         " ConfigMap " + kPluginNamespace + "/" +
                         kPluginConfigMap + " (" +
@@ -119,6 +132,7 @@ class PluginStage : public Stage {
                         s.plan->resource + ")");
     }
     if (!s.daemonset_matches) {
+      objects[s.daemonset_live ? "update" : "create"].push_back(kDaemonSetName);
       actions.push_back(std::string(s.daemonset_live ? "update" : "create") +
                         " DaemonSet " + kPluginNamespace + "/" +
                         kPluginDaemonSet + " (" +
@@ -126,6 +140,7 @@ class PluginStage : public Stage {
                         " variant; its pods restart with it)");
     }
     if (!s.plan->configmap && s.configmap_live) {
+      objects["delete"].push_back(kConfigMapName);
       actions.push_back(std::string("delete the stale ConfigMap ") +
                         kPluginNamespace + "/" + kPluginConfigMap +
                         " left by the time-slicing variant");
@@ -154,6 +169,13 @@ class PluginStage : public Stage {
     }
     add_platform_settings(c, s.plan->resource);
     c.warnings.insert(c.warnings.end(), left.begin(), left.end());
+    c.facts["plugin"] = {{"variant", variant_name(s.plan->sharing.variant)},
+                         {"replicas", s.plan->replicas},
+                         {"resource", s.plan->resource},
+                         {"config_hash", s.plan->config_hash},
+                         {"image", s.plan->image},
+                         {"manifests", s.plan->manifests_origin}};
+    if (!actions.empty()) c.facts["objects"] = objects;
     return c;
   }
 

@@ -123,8 +123,11 @@ class PreflightStage : public Stage {
       needed_bytes += archive->stored_bytes + archive->unpacked_bytes;
     }
     const auto free = ctx.host.fs().free_bytes(kContainerdRoot);
+    nlohmann::json disk{{"path", kContainerdRoot},
+                        {"needed_bytes", needed_bytes}};
+    if (free) disk["free_bytes"] = *free;
     if (needed_bytes > 0 && free && *free < needed_bytes) {
-      return blocked(
+      Check c = blocked(
           "preflight.disk",
           std::string("not enough disk for the images under ") +
               kContainerdRoot + ": " + std::to_string(*free / (1024 * 1024)) +
@@ -133,12 +136,15 @@ class PreflightStage : public Stage {
               " MiB needed (the blobs and their unpacked copy)",
           "free space there (e.g. sudo k3s crictl rmi --prune removes unused "
           "images), then rerun gpunode install");
+      c.facts["disk"] = disk;
+      return c;
     }
     Check c = satisfied("preflight.ok",
                         unit.empty() ? "k3s binary found, no systemd unit"
                                      : "k3s installed (" + unit + ")");
     // Who made the bundle is worth a line in every run's output.
     if (*bundle) c.summary += "; " + (*bundle)->summary;
+    c.facts["disk"] = disk;
     if (unit.empty()) {
       c.warnings.push_back(
           "no k3s systemd unit found: gpunode cannot restart k3s for you "

@@ -22,15 +22,19 @@ class RuntimeClassStage : public Stage {
            "\nruntimeclass=nvidia handler=nvidia\n";
   }
 
+  bool writes_only_cluster_objects() const override { return true; }
+
   Check check(Context& ctx) override {
     auto kube = ctx.cluster();
     if (!kube) return from_error(ctx, kube.error());
     auto live = (*kube)->get(kPath, ctx.deadline);
     if (!live) return from_error(ctx, live.error());
     if (!*live) {
-      return needed(
+      Check c = needed(
           "runtimeclass.missing", "RuntimeClass nvidia does not exist",
           "create RuntimeClass nvidia with handler nvidia (server-side apply)");
+      c.facts["objects"]["create"] = {"RuntimeClass nvidia"};
+      return c;
     }
     const std::string handler = (**live).value("handler", "");
     if (handler != "nvidia") {
