@@ -1,0 +1,134 @@
+// plan: what install would write, validated by the API server's own dry run
+// (dryRun=All), and quantified (objects, bytes to import, containerd disk),
+// as human lines and --json fields. Nothing is stored.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "containerd_fixture.hpp"
+#include "k3s_sim.hpp"
+#include "sim_gpu_node.hpp"
+#include "test_support.hpp"
+
+using namespace gpunode::test;
+using json = nlohmann::json;
+
+namespace {
+
+#define REQUIRE_PARTS()                                                    \
+  if (!containerd_available()) FAIL("needs root and Debian's containerd"); \
+  do {                                                                     \
+  } while (false)
+
+// The --json event lines of a run, by event name (the last of each).
+std::map<std::string, json> events(const Run& r) {
+  std::map<std::string, json> out;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("event")) {
+      std::string key = j["event"].get<std::string>();
+      if (key == "stage") key += ":" + j.value("stage", "");
+      out[key] = j;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("plan on a fresh node: every write accepted by the dry run, none "
+          "stored, and the quantities",
+          "[e2e][plan]") {
+  REQUIRE_PARTS();
+  SimGpuNode node;
+  Run plan = node.gpunode({"plan", "--image-archive", node.archive, "--json",
+                           "--variant", "time-slicing", "--replicas", "4"});
+  INFO(plan.err);
+  CHECK(plan.exit_code == 0);
+  const auto ev = events(plan);
+  REQUIRE(ev.count("result"));
+  const json& totals = ev.at("result")["plan"];
+  CHECK(totals["objects"]["create"] ==
+        json::array({"RuntimeClass nvidia",
+                     "ConfigMap kube-system/nvidia-device-plugin-config",
+                     "DaemonSet kube-system/nvidia-device-plugin-daemonset"}));
+  CHECK(totals["objects"]["update"].empty());
+  CHECK(totals["dry_run"]["accepted"] == 2);  // runtimeclass, plugin
+  CHECK(totals["dry_run"]["refused"] == 0);
+  CHECK(totals["import_bytes"].get<std::uint64_t>() > 0);
+  CHECK(totals["disk"]["needed_bytes"].get<std::uint64_t>() >=
+        totals["import_bytes"].get<std::uint64_t>());
+  CHECK(totals["disk"].contains("free_bytes"));
+  CHECK(ev.at("stage:plugin")["facts"]["dry_run"] == "accepted");
+  CHECK(ev.at("stage:plugin")["facts"]["plugin"]["replicas"] == 4);
+  CHECK_THAT(plan.err, Catch::Contains("[plan]") &&
+                           Catch::Contains("would create 3, update 0, delete "
+                                           "0 object(s) (the API server's dry "
+                                           "run accepts them)"));
+  // The dry run reached the server, and stored nothing.
+  const json stats = node.sim->stats();
+  CHECK(stats["writes"] == 0);
+  CHECK(stats["dry_run_writes"] == 3);
+  CHECK(node.sim->object(kRcPath).is_null());
+  CHECK(node.sim->object(kDsPath).is_null());
+  CHECK(node.sim->object(kCmPath).is_null());
+}
+
+TEST_CASE("plan shows a write the API server would refuse, before install",
+          "[e2e][plan]") {
+  REQUIRE_PARTS();
+  SimGpuNode node;
+  // A DaemonSet of the same name made by hand, with another selector: the
+  // platform manifest's would change spec.selector, which is immutable
+  // (kubernetes pkg/apis/apps/validation ValidateDaemonSetUpdate).
+  const std::string by_hand = node.dir.path() + "/by-hand.yaml";
+  write_text(by_hand, R"(apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: nvidia-device-plugin-daemonset
+  namespace: kube-system
+spec:
+  selector:
+    matchLabels: {app: by-hand}
+  template:
+    metadata:
+      labels: {app: by-hand}
+    spec:
+      containers:
+      - name: ctr
+        image: registry.local/by-hand:1
+)");
+  REQUIRE(node.kubectl({"apply", "--server-side", "-f", by_hand}).exit_code ==
+          0);
+  const json before = node.sim->object(kDsPath);
+  node.sim->reset_stats();
+  Run plan = node.gpunode({"plan", "--image-archive", node.archive, "--json"});
+  INFO(plan.err);
+  CHECK(plan.exit_code == 1);
+  const auto ev = events(plan);
+  REQUIRE(ev.count("stage:plugin"));
+  CHECK(ev.at("stage:plugin")["status"] == "blocked");
+  CHECK(ev.at("stage:plugin")["code"] == "plugin.dry-run-refused");
+  CHECK(ev.at("result")["plan"]["dry_run"]["refused"] == 1);
+  CHECK_THAT(plan.err,
+             Catch::Contains("the API server refuses what install would "
+                             "write") &&
+                 Catch::Contains("spec.selector") &&
+                 Catch::Contains("field is immutable"));
+  CHECK(node.sim->stats()["writes"] == 0);
+  CHECK(node.sim->object(kDsPath)["spec"] == before["spec"]);
+}
+
+TEST_CASE("status and install --dry-run send no real write", "[e2e][plan]") {
+  REQUIRE_PARTS();
+  SimGpuNode node;
+  Run dry = node.install({"--dry-run"});
+  INFO(dry.err);
+  CHECK(dry.exit_code == 0);
+  CHECK_THAT(dry.err, Catch::Contains("[plan]"));
+  Run status = node.gpunode({"status"});
+  CHECK(status.exit_code == 1);  // nothing installed yet
+  CHECK(status.err.find("[plan]") == std::string::npos);
+  CHECK(node.sim->stats()["writes"] == 0);
+}
