@@ -1,5 +1,7 @@
 #include "gpunode/context.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "gpu/gpu_probe.hpp"
 #include "gpunode/kube.hpp"
 #include "kube/dry_run_client.hpp"
@@ -105,6 +107,9 @@ Result<const DevicePluginPlan*> Context::plugin_plan() {
   return memo(plugin_plan_, [&]() -> Result<DevicePluginPlan> {
     auto texts = manifests();
     if (!texts) return texts.error();
+    // -vv: one line per run (issue 12's measure: renders per install).
+    spdlog::debug("device plugin manifests rendered ({}, {} slot(s) per GPU)",
+                  variant_name(opts.sharing.variant), opts.sharing.replicas);
     return plan_device_plugin(opts.sharing, opts.image_ref, **texts);
   });
 }
