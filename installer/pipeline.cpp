@@ -1,5 +1,5 @@
-// THE ordered stage list, bottom layer first: a failure must name the lowest
-// broken layer (FACTS.md, "the six layers"), so order is behaviour.
+// The pipeline: the stages in THE order of stages/stages.hpp, and --only /
+// --skip resolved against it.
 #include "gpunode/pipeline.hpp"
 
 #include <algorithm>
@@ -10,15 +10,9 @@ namespace gpunode {
 
 StageList make_pipeline() {
   StageList stages;
-  stages.push_back(make_preflight_stage());
-  stages.push_back(make_driver_stage());
-  stages.push_back(make_toolkit_stage());
-  stages.push_back(make_handler_stage());
-  stages.push_back(make_runtimeclass_stage());
-  stages.push_back(make_image_stage());
-  stages.push_back(make_plugin_stage());
-  stages.push_back(make_allocatable_stage());
-  stages.push_back(make_smoke_stage());
+#define GPUNODE_ADD_STAGE(name) stages.push_back(make_##name##_stage());
+  GPUNODE_STAGES(GPUNODE_ADD_STAGE)
+#undef GPUNODE_ADD_STAGE
   return stages;
 }
 

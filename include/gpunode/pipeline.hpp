@@ -1,4 +1,4 @@
-// THE ordered list of stages lives in installer/pipeline.cpp; --only and
+// THE ordered list of stages lives in installer/stages/stages.hpp; --only and
 // --skip are resolved against it here.
 #pragma once
 

@@ -1,20 +1,29 @@
-// Factories for every stage; the order they run in is pipeline.cpp's alone.
+// THE ordered stage list, bottom layer first: a failure must name the lowest
+// broken layer (FACTS.md, "the six layers"), so order is behaviour. Adding a
+// stage is its file (stages/NAME_stage.cpp, defining make_NAME_stage()),
+// one line here, and its test; pipeline.cpp builds the list from this.
 #pragma once
 
 #include <memory>
 
 #include "gpunode/stage.hpp"
 
+#define GPUNODE_STAGES(X) \
+  X(preflight)            \
+  X(driver)               \
+  X(toolkit)              \
+  X(handler)              \
+  X(runtimeclass)         \
+  X(image)                \
+  X(plugin)               \
+  X(allocatable)          \
+  X(smoke)
+
 namespace gpunode {
 
-std::unique_ptr<Stage> make_preflight_stage();
-std::unique_ptr<Stage> make_driver_stage();
-std::unique_ptr<Stage> make_toolkit_stage();
-std::unique_ptr<Stage> make_handler_stage();
-std::unique_ptr<Stage> make_runtimeclass_stage();
-std::unique_ptr<Stage> make_image_stage();
-std::unique_ptr<Stage> make_plugin_stage();
-std::unique_ptr<Stage> make_allocatable_stage();
-std::unique_ptr<Stage> make_smoke_stage();
+#define GPUNODE_DECLARE_STAGE(name) \
+  std::unique_ptr<Stage> make_##name##_stage();
+GPUNODE_STAGES(GPUNODE_DECLARE_STAGE)
+#undef GPUNODE_DECLARE_STAGE
 
 }  // namespace gpunode
