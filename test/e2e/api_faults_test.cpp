@@ -38,11 +38,6 @@ bool eventually(F ready) {
   return false;
 }
 
-#define REQUIRE_PARTS()                                                    \
-  if (!containerd_available()) FAIL("needs root and Debian's containerd"); \
-  do {                                                                     \
-  } while (false)
-
 }  // namespace
 
 TEST_CASE(

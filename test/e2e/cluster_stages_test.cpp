@@ -21,11 +21,6 @@ namespace {
 
 using Node = SimGpuNode;
 
-#define REQUIRE_PARTS()                                                    \
-  if (!containerd_available()) FAIL("needs root and Debian's containerd"); \
-  do {                                                                     \
-  } while (false)
-
 }  // namespace
 
 TEST_CASE("both variants install from scratch to GPUs x replicas",

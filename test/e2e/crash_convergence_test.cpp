@@ -80,11 +80,6 @@ void crash_and_converge(const std::string& point) {
   CHECK(node.sim->stats()["writes"] == 0);
 }
 
-#define REQUIRE_PARTS()                                                    \
-  if (!containerd_available()) FAIL("needs root and Debian's containerd"); \
-  do {                                                                     \
-  } while (false)
-
 }  // namespace
 
 TEST_CASE("a crash at any stage boundary converges on rerun", "[e2e][crash]") {

@@ -15,11 +15,6 @@ using json = nlohmann::json;
 
 namespace {
 
-#define REQUIRE_PARTS()                                                    \
-  if (!containerd_available()) FAIL("needs root and Debian's containerd"); \
-  do {                                                                     \
-  } while (false)
-
 // The --json event lines of a run, by event name (the last of each).
 std::map<std::string, json> events(const Run& r) {
   std::map<std::string, json> out;

@@ -21,11 +21,6 @@ using json = nlohmann::json;
 
 namespace {
 
-#define REQUIRE_PARTS()                                                    \
-  if (!containerd_available()) FAIL("needs root and Debian's containerd"); \
-  do {                                                                     \
-  } while (false)
-
 // A signed bundle and its publisher key under `tmp`.
 std::string make_signed_bundle(const TempDir& tmp) {
   REQUIRE(run_gpunode({"bundle", "keygen", "--out", tmp.path() + "/publisher"})
