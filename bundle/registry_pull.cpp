@@ -9,11 +9,7 @@
 // out_path is removed, so nothing damaged is ever named or bundled.
 #include "gpunode/registry_pull.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
-#include <curl/curl.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,8 +24,12 @@
 #include <set>
 #include <thread>
 
+#include "gpunode/archive_handles.hpp"
+#include "gpunode/curl_handles.hpp"
+#include "gpunode/digest.hpp"
 #include "gpunode/images_lock.hpp"
 #include "gpunode/interrupt.hpp"
+#include "gpunode/unique_fd.hpp"
 
 namespace gpunode::bundle {
 namespace {
@@ -57,36 +57,6 @@ Error integrity(const std::string& message) {
   return Error{ExitCode::kIntegrity, kLayer, message, {}};
 }
 
-// RAII for the C handles used here.
-struct CurlFree {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
-struct SlistFree {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
-struct ArchiveFree {
-  void operator()(archive* a) const { archive_write_free(a); }
-};
-struct EntryFree {
-  void operator()(archive_entry* e) const { archive_entry_free(e); }
-};
-using Curl = std::unique_ptr<CURL, CurlFree>;
-using Slist = std::unique_ptr<curl_slist, SlistFree>;
-using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
-
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-};
-
 // Removes the temporary tar unless released (it was renamed to out_path).
 class TempFile {
  public:
@@ -105,23 +75,6 @@ class TempFile {
 
 // Where a blob's bytes go: returns 0, or the errno of a failed write.
 using BlobOut = std::function<int(const char*, std::size_t)>;
-
-std::string to_hex(const unsigned char* md, unsigned len) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
-
-std::string sha256_of(const std::string& data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  return "sha256:" + to_hex(md, len);
-}
 
 // Only sha256 digests of the right shape: they become file names below.
 bool valid_digest(const std::string& d) {
@@ -172,7 +125,7 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
 struct Sink {
   Response* response = nullptr;
   const BlobOut* out = nullptr;  // blob destination; null = memory
-  EVP_MD_CTX* md = nullptr;
+  Sha256* sha = nullptr;
   std::uint64_t written = 0;  // bytes sent out so far (across resumes)
   std::uint64_t limit = 0;    // the most the body may hold
   bool resuming = false;      // asked for a Range starting at `written`
@@ -229,7 +182,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
     s->io_errno = err;
     return 0;
   }
-  EVP_DigestUpdate(s->md, p, left);
+  s->sha->update(p, left);
   s->written += left;
   return bytes;
 }
@@ -289,14 +242,13 @@ class Client {
   // ignores ranges resends from 0 and the part already sent is skipped.
   Result<void> blob(const std::string& digest, std::uint64_t size,
                     const BlobOut& out, const std::string& what) {
-    MdCtx md(EVP_MD_CTX_new());
-    if (!md || EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr) != 1)
-      return blocked("SHA-256 is not available");
+    Sha256 sha;
+    if (!sha.ok()) return blocked("SHA-256 is not available");
     Response r;
     Sink sink;
     sink.response = &r;
     sink.out = &out;
-    sink.md = md.get();
+    sink.sha = &sha;
     sink.limit = size;
     auto got =
         get(base_ + "/blobs/" + digest, nullptr, sink, what + " " + digest);
@@ -305,10 +257,7 @@ class Client {
       return integrity(what + " " + digest + ": the registry sent " +
                        std::to_string(sink.written) +
                        " bytes, its descriptor says " + std::to_string(size));
-    unsigned char hash[EVP_MAX_MD_SIZE];
-    unsigned len = 0;
-    EVP_DigestFinal_ex(md.get(), hash, &len);
-    const std::string actual = "sha256:" + to_hex(hash, len);
+    const std::string actual = "sha256:" + sha.hex();
     if (actual != digest)
       return integrity(what + " " + digest +
                        " is damaged: its content hashes to " + actual);
@@ -338,7 +287,7 @@ class Client {
                          std::to_string(options_.timeout.count()) + " s (at " +
                          what + ")",
                      {}};
-      Curl curl(curl_easy_init());
+      CurlPtr curl(curl_easy_init());
       if (!curl) return blocked("libcurl could not start");
       CURL* c = curl.get();
       curl_slist* raw_headers = nullptr;
@@ -351,7 +300,7 @@ class Client {
       const std::string range =
           "Range: bytes=" + std::to_string(sink.written) + "-";
       if (resume) raw_headers = curl_slist_append(raw_headers, range.c_str());
-      Slist headers(raw_headers);
+      CurlSlistPtr headers(raw_headers);
       sink.response->status = 0;
       sink.response->headers.clear();
       sink.response->body.clear();
@@ -480,7 +429,7 @@ class Client {
                          (challenge.empty() ? "no challenge" : challenge) +
                          "); only anonymous pulls are supported",
                      {}, 401);
-    Curl curl(curl_easy_init());
+    CurlPtr curl(curl_easy_init());
     if (!curl) return blocked("libcurl could not start");
     std::string url = params["realm"];
     char sep = url.find('?') == std::string::npos ? '?' : '&';
@@ -587,7 +536,7 @@ class TarWriter {
   }
 
   Result<void> begin(const std::string& name, std::uint64_t size) {
-    std::unique_ptr<archive_entry, EntryFree> e(archive_entry_new());
+    ArchiveEntryPtr e(archive_entry_new());
     archive_entry_set_pathname(e.get(), name.c_str());
     archive_entry_set_filetype(e.get(), AE_IFREG);
     archive_entry_set_perm(e.get(), 0644);
@@ -645,7 +594,7 @@ class TarWriter {
   std::string path_;
   int fd_;
   std::function<void(const char*, std::size_t)> observe_;
-  std::unique_ptr<archive, ArchiveFree> a_{archive_write_new()};
+  ArchiveWritePtr a_{archive_write_new()};
   int errno_ = 0;
 };
 
@@ -756,7 +705,7 @@ Result<PulledImage> pull_to_oci_archive(const PullOptions& options) {
   // digest must match it; a registry's Docker-Content-Digest must too.
   auto top = client.manifest(ref->reference);
   if (!top) return top.error();
-  const std::string top_digest = sha256_of(top->body);
+  const std::string top_digest = "sha256:" + sha256_hex(top->body);
   if (valid_digest(ref->reference) && top_digest != ref->reference)
     return integrity("manifest " + ref->reference + " of " + options.ref +
                      " is damaged: its content hashes to " + top_digest);
@@ -797,10 +746,10 @@ Result<PulledImage> pull_to_oci_archive(const PullOptions& options) {
       const std::string what = "the " + match + " manifest of " + options.ref;
       auto m = client.manifest(digest);
       if (!m) return m.error();
-      if (sha256_of(m->body) != digest)
+      if (const std::string got = "sha256:" + sha256_hex(m->body);
+          got != digest)
         return integrity(what + " (" + digest +
-                         ") is damaged: its content hashes to " +
-                         sha256_of(m->body));
+                         ") is damaged: its content hashes to " + got);
       auto mj = parse_json(m->body, what);
       if (!mj) return mj.error();
       auto blobs = referenced_blobs(*mj, what);
@@ -868,13 +817,13 @@ Result<PulledImage> pull_to_oci_archive(const PullOptions& options) {
   if (raw < 0)
     return blocked("cannot create a file next to " + options.out_path + ": " +
                    std::strerror(errno));
-  Fd fd(raw);
+  UniqueFd fd(raw);
   TempFile temp(buf.data());
   // mkstemp makes 0600; the tar is as readable as the rest of the bundle.
-  if (::fchmod(fd.fd, 0644) != 0)
+  if (::fchmod(fd.get(), 0644) != 0)
     return blocked("cannot set the mode of " + temp.path() + ": " +
                    std::strerror(errno));
-  TarWriter tar(temp.path(), fd.fd, options.on_output);
+  TarWriter tar(temp.path(), fd.get(), options.on_output);
   if (auto r = tar.open(); !r) return r.error();
   // std::map iterates in byte order: the entries come out sorted.
   for (const auto& [name, entry] : entries) {

@@ -2,13 +2,9 @@
 // only against the kubeconfig's CA; the client certificate and key go to
 // libcurl as in-memory blobs (CURLOPT_*_BLOB, libcurl >= 7.77 with
 // OpenSSL), so key material is never written to a file.
-#include <curl/curl.h>
-#include <openssl/bio.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
-#include <openssl/evp.h>
 #include <openssl/pem.h>
-#include <openssl/x509.h>
 
 #include <cctype>
 #include <cstdlib>
@@ -20,41 +16,18 @@
 #include <utility>
 #include <vector>
 
+#include "gpunode/curl_handles.hpp"
 #include "gpunode/interrupt.hpp"
+#include "gpunode/openssl_handles.hpp"
 #include "kube/http.hpp"
 
 namespace gpunode::kube {
 namespace detail {
 namespace {
 
-struct CurlDeleter {
-  void operator()(CURL* h) const { curl_easy_cleanup(h); }
-};
-using CurlPtr = std::unique_ptr<CURL, CurlDeleter>;
-struct SlistDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-using SlistPtr = std::unique_ptr<curl_slist, SlistDeleter>;
-struct BioDeleter {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-using BioPtr = std::unique_ptr<BIO, BioDeleter>;
-struct X509Deleter {
-  void operator()(X509* x) const { X509_free(x); }
-};
-using X509Ptr = std::unique_ptr<X509, X509Deleter>;
-struct PkeyDeleter {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyDeleter>;
-
 // An error body larger than this is not a Status; collecting it whole would
 // only cost memory. Normal bodies (a LIST of pods) stay far below it.
 constexpr std::size_t kMaxBodyBytes = 64u << 20;
-
-BioPtr memory_bio(const std::string& text) {
-  return BioPtr(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
-}
 
 // The most recent OpenSSL error as text; clears the queue so it does not
 // leak into libcurl's own error reporting later.
@@ -188,7 +161,7 @@ class CurlTransport : public Transport {
     transfer.handle = handle.get();
     transfer.on_data = &on_data;
     char errbuf[CURL_ERROR_SIZE] = {0};
-    SlistPtr headers;
+    CurlSlistPtr headers;
     if (auto problem = configure(handle.get(), request, timeout,
                                  connect_timeout, transfer, errbuf, headers)) {
       return *problem;
@@ -272,7 +245,7 @@ class CurlTransport : public Transport {
   std::optional<TransportError> configure(
       CURL* h, const HttpRequest& request, std::chrono::milliseconds timeout,
       std::chrono::milliseconds connect_timeout, Transfer& transfer,
-      char* errbuf, SlistPtr& headers) {
+      char* errbuf, CurlSlistPtr& headers) {
     curl_easy_reset(h);
     std::string failed;
     auto set = [&](CURLoption option, auto value, const char* name) {
@@ -419,9 +392,9 @@ Result<void> check_key_matches(const Kubeconfig& config) {
       cert_bio ? PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr)
                : nullptr);
   BioPtr key_bio = memory_bio(config.client_key_pem);
-  PkeyPtr key(key_bio ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr,
-                                                nullptr)
-                      : nullptr);
+  EvpPkeyPtr key(key_bio ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr,
+                                                   nullptr, nullptr)
+                         : nullptr);
   if (!key) {
     return Error{ExitCode::kUsage,
                  "kubeconfig",

@@ -4,7 +4,7 @@
 
 #include <cctype>
 
-#include "gpunode/journal.hpp"
+#include "gpunode/digest.hpp"
 #include "manifests_data.hpp"
 
 namespace gpunode {

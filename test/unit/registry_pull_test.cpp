@@ -5,7 +5,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <openssl/evp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "gpunode/digest.hpp"
 #include "gpunode/image_archive.hpp"
 #include "test_support.hpp"
 
@@ -28,16 +28,7 @@ using gpunode::test::TempDir;
 namespace {
 
 std::string sha256(const std::string& d) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  EVP_Digest(d.data(), d.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* kHex = "0123456789abcdef";
-  std::string out = "sha256:";
-  for (unsigned i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
+  return "sha256:" + gpunode::sha256_hex(d);
 }
 
 struct Request {
