@@ -169,8 +169,9 @@ TEST_CASE("http::retry starts no attempt after the deadline", "[http]") {
         std::vector<milliseconds>{milliseconds(250), milliseconds(150)});
 }
 
-TEST_CASE("http::retry stops at max_attempts; kAgain and kFail do not retry",
-          "[http]") {
+TEST_CASE(
+    "http::retry stops at max_attempts, and kAgain and kFail do not retry",
+    "[http]") {
   Caller c;
   c.plan.max_attempts = 3;
   c.transport.script = {TransportError{Failure::kRefused, "refused"},
