@@ -69,8 +69,12 @@ enum class Failure {
 
 struct TransportError {
   TransportError() = default;
+  // Without a reason (no libcurl code: a handle or memory ran out) the
+  // detail serves as one.
   TransportError(Failure k, std::string d, int code = 0, std::string r = {})
-      : kind(k), detail(std::move(d)), curl_code(code), reason(std::move(r)) {}
+      : kind(k), detail(std::move(d)), curl_code(code), reason(std::move(r)) {
+    if (reason.empty()) reason = detail;
+  }
 
   Failure kind = Failure::kOther;
   std::string detail;  // libcurl's own words (its error buffer)
