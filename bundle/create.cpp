@@ -7,7 +7,6 @@
 // while it is copied. The result is reproducible: fixed modes, sorted
 // manifest, every mtime set to the `created` time.
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,9 +28,11 @@
 #include "gpunode/bundle.hpp"
 #include "gpunode/bundle_create.hpp"
 #include "gpunode/crash_point.hpp"
+#include "gpunode/digest.hpp"
 #include "gpunode/image_archive.hpp"
 #include "gpunode/images_lock.hpp"
-#include "gpunode/journal.hpp"
+#include "gpunode/unique_fd.hpp"
+#include "gpunode/utc_time.hpp"
 #include "gpunode/work_limits.hpp"
 #include "manifests_data.hpp"
 
@@ -58,53 +59,17 @@ Error bad_input(const std::string& message, const std::string& fix = {}) {
   return Error{ExitCode::kUsage, kLayer, message, fix};
 }
 
-// RAII for the C handles used here.
-struct FdCloser {
-  int fd = -1;
-  explicit FdCloser(int f) : fd(f) {}
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-};
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
-using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
-
-std::string to_hex(const unsigned char* md, unsigned len) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
-
 // Hashes a byte stream as bundle.toml records it: the whole stream, and
 // each kChunkBytes range separately (so verify can hash chunks in parallel
 // and name the bad region). An empty file has no chunks.
 class ChunkedHasher {
  public:
-  ChunkedHasher() : whole_(EVP_MD_CTX_new()), chunk_(EVP_MD_CTX_new()) {
-    ok_ = whole_ && chunk_ &&
-          EVP_DigestInit_ex(whole_.get(), EVP_sha256(), nullptr) == 1;
-  }
-
   void update(const char* data, std::size_t n) {
-    if (!ok_) return;
-    ok_ = EVP_DigestUpdate(whole_.get(), data, n) == 1;
-    while (ok_ && n > 0) {
-      if (in_chunk_ == 0) {
-        ok_ = EVP_DigestInit_ex(chunk_.get(), EVP_sha256(), nullptr) == 1;
-        if (!ok_) return;
-      }
+    whole_.update(data, n);
+    while (n > 0) {
       const std::size_t take = static_cast<std::size_t>(
           std::min<std::uint64_t>(n, kChunkBytes - in_chunk_));
-      ok_ = EVP_DigestUpdate(chunk_.get(), data, take) == 1;
+      chunk_.update(data, take);
       in_chunk_ += take;
       size_ += take;
       data += take;
@@ -115,29 +80,25 @@ class ChunkedHasher {
 
   // Fills size, sha256 and chunks; false when OpenSSL failed.
   bool finish(FileEntry& entry) {
-    if (ok_ && in_chunk_ > 0) finish_chunk();
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned len = 0;
-    ok_ = ok_ && EVP_DigestFinal_ex(whole_.get(), md, &len) == 1;
-    if (!ok_) return false;
+    if (in_chunk_ > 0) finish_chunk();
+    if (!whole_.ok() || !chunks_ok_) return false;
     entry.size = size_;
-    entry.sha256 = to_hex(md, len);
+    entry.sha256 = whole_.hex();
     entry.chunks = std::move(chunks_);
-    return true;
+    return !entry.sha256.empty();
   }
 
  private:
   void finish_chunk() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned len = 0;
-    ok_ = EVP_DigestFinal_ex(chunk_.get(), md, &len) == 1;
-    if (ok_) chunks_.push_back(to_hex(md, len));
+    std::string hex = chunk_.hex();  // and starts the next chunk
+    chunks_ok_ = chunks_ok_ && !hex.empty();
+    chunks_.push_back(std::move(hex));
     in_chunk_ = 0;
   }
 
-  MdCtx whole_;
-  MdCtx chunk_;
-  bool ok_ = false;
+  Sha256 whole_;
+  Sha256 chunk_;
+  bool chunks_ok_ = true;
   std::uint64_t in_chunk_ = 0;
   std::uint64_t size_ = 0;
   std::vector<std::string> chunks_;
@@ -145,12 +106,13 @@ class ChunkedHasher {
 
 // Creates `path` (which must not exist) with exactly `mode`, whatever the
 // umask, so the bundle's modes do not depend on who made it.
-Result<int> create_file(const std::string& path, mode_t mode) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) return io_error("cannot create " + path, errno);
-  if (::fchmod(fd, mode) != 0) {
+Result<UniqueFd> create_file(const std::string& path, mode_t mode) {
+  UniqueFd fd(
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!fd) return io_error("cannot create " + path, errno);
+  if (::fchmod(fd.get(), mode) != 0) {
     const int err = errno;
-    ::close(fd);
+    fd.reset();
     return io_error("cannot set the mode of " + path, err);
   }
   return fd;
@@ -177,11 +139,10 @@ Result<FileEntry> write_text_file(const std::string& root,
   const std::string path = root + "/" + rel;
   auto fd = create_file(path, mode);
   if (!fd) return fd.error();
-  FdCloser closer(*fd);
-  if (auto w = write_all(*fd, text.data(), text.size(), path); !w) {
+  if (auto w = write_all(fd->get(), text.data(), text.size(), path); !w) {
     return w.error();
   }
-  if (::fsync(*fd) != 0) return io_error("cannot fsync " + path, errno);
+  if (::fsync(fd->get()) != 0) return io_error("cannot fsync " + path, errno);
   FileEntry entry;
   entry.path = rel;
   ChunkedHasher hasher;
@@ -196,15 +157,13 @@ Result<FileEntry> write_text_file(const std::string& root,
 // so each input is read exactly once.
 Result<FileEntry> copy_file(const std::string& src, const std::string& root,
                             const std::string& rel, mode_t mode) {
-  int in = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return io_error("cannot read " + src, errno);
-  FdCloser in_closer(in);
+  UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in) return io_error("cannot read " + src, errno);
   // Tell the kernel the read is sequential: multi-GB archives stream better.
-  ::posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
+  ::posix_fadvise(in.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   const std::string dst = root + "/" + rel;
   auto out = create_file(dst, mode);
   if (!out) return out.error();
-  FdCloser out_closer(*out);
   ChunkedHasher hasher;
   std::vector<char> buf(1 << 20);
   crash_point("bundle-create:copy");
@@ -213,19 +172,20 @@ Result<FileEntry> copy_file(const std::string& src, const std::string& root,
     // PartialDir removes the partial output.
     if (auto go = keep_going(kNoDeadline, "bundle", "copying " + src); !go)
       return go.error();
-    const ssize_t r = ::read(in, buf.data(), buf.size());
+    const ssize_t r = ::read(in.get(), buf.data(), buf.size());
     if (r < 0) {
       if (errno == EINTR) continue;
       return io_error("cannot read " + src, errno);
     }
     if (r == 0) break;
     hasher.update(buf.data(), static_cast<std::size_t>(r));
-    if (auto w = write_all(*out, buf.data(), static_cast<std::size_t>(r), dst);
+    if (auto w =
+            write_all(out->get(), buf.data(), static_cast<std::size_t>(r), dst);
         !w) {
       return w.error();
     }
   }
-  if (::fsync(*out) != 0) return io_error("cannot fsync " + dst, errno);
+  if (::fsync(out->get()) != 0) return io_error("cannot fsync " + dst, errno);
   FileEntry entry;
   entry.path = rel;
   if (!hasher.finish(entry)) return io_error("SHA-256 failed for " + src, EIO);
@@ -244,10 +204,9 @@ Result<void> make_dir(const std::string& path) {
 }
 
 Result<void> fsync_path(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return io_error("cannot open " + path, errno);
-  FdCloser closer(fd);
-  if (::fsync(fd) != 0) return io_error("cannot fsync " + path, errno);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return io_error("cannot open " + path, errno);
+  if (::fsync(fd.get()) != 0) return io_error("cannot fsync " + path, errno);
   return {};
 }
 

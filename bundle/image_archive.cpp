@@ -4,10 +4,7 @@
 // graph (index -> manifests -> config + layers) is walked over what was seen.
 #include "gpunode/image_archive.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -21,7 +18,9 @@
 #include <optional>
 #include <set>
 
+#include "gpunode/archive_handles.hpp"
 #include "gpunode/crash_point.hpp"
+#include "gpunode/digest.hpp"
 #include "gpunode/work_limits.hpp"
 
 namespace gpunode {
@@ -37,14 +36,6 @@ constexpr const char* kMediaOciIndex =
     "application/vnd.oci.image.index.v1+json";
 constexpr const char* kMediaDockerList =
     "application/vnd.docker.distribution.manifest.list.v2+json";
-
-struct ArchiveDeleter {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
-using ArchivePtr = std::unique_ptr<archive, ArchiveDeleter>;
-struct MdDeleter {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
 
 Error malformed(const std::string& path, const std::string& what) {
   return Error{
@@ -103,16 +94,6 @@ class Ends {
   std::uint64_t total_ = 0;
 };
 
-std::string hex(const unsigned char* md, unsigned len) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += digits[md[i] >> 4];
-    out += digits[md[i] & 15];
-  }
-  return out;
-}
-
 // Names ctr would write relative to its import root: no absolute paths, no
 // "..", and "./x" is "x".
 Result<std::string> safe_name(const std::string& path, const char* raw) {
@@ -155,7 +136,7 @@ Result<Scan> scan_archive(
     const std::function<bool(const std::string&)>& want_data,
     SteadyTime deadline) {
   const std::string doing = "verifying the image archive " + path;
-  ArchivePtr a(archive_read_new());
+  ArchiveReadPtr a(archive_read_new());
   archive_read_support_filter_all(a.get());
   archive_read_support_format_tar(a.get());
   if (bytes != nullptr) {
@@ -185,7 +166,7 @@ Result<Scan> scan_archive(
                                (why ? why : "unrecognised") + ")");
   }
   Scan scan;
-  std::unique_ptr<EVP_MD_CTX, MdDeleter> md(EVP_MD_CTX_new());
+  Sha256 sha;  // restarts after each entry's hex()
   // An archive in memory needs no buffer larger than itself (the fuzz
   // target reads thousands of small ones a second).
   std::vector<char> buf(bytes != nullptr
@@ -234,7 +215,6 @@ Result<Scan> scan_archive(
     Entry entry;
     const bool keep = want_data(*name);
     if (hash_all || keep) {
-      EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr);
       std::string kept;
       Ends ends;
       for (;;) {
@@ -248,7 +228,7 @@ Result<Scan> scan_archive(
                                    (why ? why : "read error") + ")");
         }
         if (n == 0) break;
-        EVP_DigestUpdate(md.get(), buf.data(), static_cast<std::size_t>(n));
+        sha.update(buf.data(), static_cast<std::size_t>(n));
         ends.add(reinterpret_cast<const unsigned char*>(buf.data()),
                  static_cast<std::size_t>(n));
         entry.size += static_cast<std::uint64_t>(n);
@@ -260,10 +240,7 @@ Result<Scan> scan_archive(
           entry.size != static_cast<std::uint64_t>(archive_entry_size(e))) {
         return damaged(path, "entry '" + *name + "' is truncated");
       }
-      unsigned char out[EVP_MAX_MD_SIZE];
-      unsigned len = 0;
-      EVP_DigestFinal_ex(md.get(), out, &len);
-      entry.digest = "sha256:" + hex(out, len);
+      entry.digest = "sha256:" + sha.hex();
       entry.gzip_isize = ends.gzip_isize();
       scan.bytes_hashed += entry.size;
       if (keep && entry.size <= kKeepBytes) entry.content = std::move(kept);
@@ -751,7 +728,7 @@ Result<ImageArchiveInfo> verify_image_archive_bytes(
 }
 
 struct DecompressedStream::Impl {
-  ArchivePtr a{archive_read_new()};
+  ArchiveReadPtr a{archive_read_new()};
   std::vector<char> buf = std::vector<char>(kBlockBytes);
   std::optional<Error> open_error;
   bool done = false;

@@ -9,11 +9,8 @@
 // out_path is removed, so nothing damaged is ever named or bundled.
 #include "gpunode/registry_pull.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
-#include <curl/curl.h>
+#include <curl/curl.h>  // the CURLcodes that are not worth a retry
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,10 +23,16 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <thread>
+#include <string_view>
+#include <variant>
 
+#include "gpunode/archive_handles.hpp"
+#include "gpunode/digest.hpp"
+#include "gpunode/http.hpp"
+#include "gpunode/http_curl.hpp"
 #include "gpunode/images_lock.hpp"
-#include "gpunode/interrupt.hpp"
+#include "gpunode/system_host.hpp"
+#include "gpunode/unique_fd.hpp"
 
 namespace gpunode::bundle {
 namespace {
@@ -44,7 +47,7 @@ const char* const kIndexTypes[] = {
     "application/vnd.oci.image.index.v1+json",
     "application/vnd.docker.distribution.manifest.list.v2+json"};
 constexpr const char* kAccept =
-    "Accept: application/vnd.oci.image.index.v1+json, "
+    "application/vnd.oci.image.index.v1+json, "
     "application/vnd.oci.image.manifest.v1+json, "
     "application/vnd.docker.distribution.manifest.list.v2+json, "
     "application/vnd.docker.distribution.manifest.v2+json";
@@ -56,36 +59,6 @@ Error blocked(const std::string& message, const std::string& fix = {},
 Error integrity(const std::string& message) {
   return Error{ExitCode::kIntegrity, kLayer, message, {}};
 }
-
-// RAII for the C handles used here.
-struct CurlFree {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
-struct SlistFree {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
-struct ArchiveFree {
-  void operator()(archive* a) const { archive_write_free(a); }
-};
-struct EntryFree {
-  void operator()(archive_entry* e) const { archive_entry_free(e); }
-};
-using Curl = std::unique_ptr<CURL, CurlFree>;
-using Slist = std::unique_ptr<curl_slist, SlistFree>;
-using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
-
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-};
 
 // Removes the temporary tar unless released (it was renamed to out_path).
 class TempFile {
@@ -106,23 +79,6 @@ class TempFile {
 // Where a blob's bytes go: returns 0, or the errno of a failed write.
 using BlobOut = std::function<int(const char*, std::size_t)>;
 
-std::string to_hex(const unsigned char* md, unsigned len) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
-
-std::string sha256_of(const std::string& data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  return "sha256:" + to_hex(md, len);
-}
-
 // Only sha256 digests of the right shape: they become file names below.
 bool valid_digest(const std::string& d) {
   if (d.size() != 71 || d.compare(0, 7, "sha256:") != 0) return false;
@@ -141,38 +97,11 @@ std::string lower(std::string s) {
   return s;
 }
 
-// One HTTP response as the header callback saw it. Redirects produce several
-// header blocks; each status line starts a new one, so only the last (the
-// one whose body arrives) is kept.
-struct Response {
-  long status = 0;
-  std::map<std::string, std::string> headers;  // lower-cased names
-  std::string body;  // error bodies and manifests (capped)
-};
-
-size_t on_header(char* data, size_t size, size_t n, void* user) {
-  auto* r = static_cast<Response*>(user);
-  std::string line(data, size * n);
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r'))
-    line.pop_back();
-  if (line.compare(0, 5, "HTTP/") == 0) {
-    r->headers.clear();
-    const auto sp = line.find(' ');
-    r->status = sp == std::string::npos ? 0 : std::atol(line.c_str() + sp + 1);
-  } else if (auto colon = line.find(':'); colon != std::string::npos) {
-    std::string value = line.substr(colon + 1);
-    value.erase(0, value.find_first_not_of(" \t"));
-    r->headers[lower(line.substr(0, colon))] = value;
-  }
-  return size * n;
-}
-
-// Where a body goes: into memory (manifests, tokens, errors) or out through
-// a BlobOut, hashed as it goes (blobs).
+// Where a blob's body goes: out through a BlobOut, hashed as it goes, across
+// the resumed transfers of one blob.
 struct Sink {
-  Response* response = nullptr;
-  const BlobOut* out = nullptr;  // blob destination; null = memory
-  EVP_MD_CTX* md = nullptr;
+  const BlobOut* out = nullptr;
+  Sha256* sha = nullptr;
   std::uint64_t written = 0;  // bytes sent out so far (across resumes)
   std::uint64_t limit = 0;    // the most the body may hold
   bool resuming = false;      // asked for a Range starting at `written`
@@ -182,56 +111,38 @@ struct Sink {
   int io_errno = 0;
 };
 
-size_t on_body(char* data, size_t size, size_t n, void* user) {
-  auto* s = static_cast<Sink*>(user);
-  const size_t bytes = size * n;
-  const long st = s->response->status;
-  // Error bodies (and anything before the final status) go to memory, a
-  // little of them, for the message.
-  if (!s->out || (st != 200 && st != 206)) {
-    std::string& b = s->response->body;
-    const std::size_t cap =
-        !s->out ? static_cast<std::size_t>(s->limit) : 64 * 1024;
-    if (b.size() + bytes > cap) {
-      if (!s->out) {
-        s->too_big = true;
-        return 0;  // aborts the transfer
-      }
-      return bytes;  // an error page: keep its start only
-    }
-    b.append(data, bytes);
-    return bytes;
-  }
-  if (s->resuming && st == 200) {
+// One chunk of a 200 or 206 answer's body; false stops the transfer.
+bool to_blob(Sink& s, int status, std::string_view chunk) {
+  if (s.resuming && status == 200) {
     // The server ignored the Range and sends the whole blob again: drop
     // the part already sent out (the bytes went into the tar and cannot be
     // taken back). If the content changed meanwhile, the digest check at
     // the end catches it.
-    s->skip = s->written;
+    s.skip = s.written;
   }
-  s->resuming = false;
-  const char* p = data;
-  size_t left = bytes;
-  if (s->skip > 0) {
+  s.resuming = false;
+  const char* p = chunk.data();
+  size_t left = chunk.size();
+  if (s.skip > 0) {
     const auto drop =
-        static_cast<size_t>(std::min<std::uint64_t>(s->skip, left));
-    s->skip -= drop;
+        static_cast<size_t>(std::min<std::uint64_t>(s.skip, left));
+    s.skip -= drop;
     p += drop;
     left -= drop;
   }
-  if (s->written + left > s->limit) {
-    s->too_big = true;
-    return 0;
+  if (s.written + left > s.limit) {
+    s.too_big = true;
+    return false;
   }
-  if (left == 0) return bytes;
-  if (const int err = (*s->out)(p, left); err != 0) {
-    s->io_failed = true;
-    s->io_errno = err;
-    return 0;
+  if (left == 0) return true;
+  if (const int err = (*s.out)(p, left); err != 0) {
+    s.io_failed = true;
+    s.io_errno = err;
+    return false;
   }
-  EVP_DigestUpdate(s->md, p, left);
-  s->written += left;
-  return bytes;
+  s.sha->update(p, left);
+  s.written += left;
+  return true;
 }
 
 // "Bearer realm="https://x/token",service="x",scope="repository:a:pull""
@@ -262,26 +173,30 @@ std::map<std::string, std::string> parse_challenge(const std::string& h) {
   return out;
 }
 
+// The registry's HTTP side over the shared stack (gpunode/http.hpp): TLS
+// verified against the system CAs or --registry-ca, retries with backoff
+// and Retry-After within the pull's deadline, Ctrl-C checks. What is the
+// registry's own stays here: the token challenge, resuming a blob (Range,
+// 206) and the error bodies (distribution's errors[]).
 class Client {
  public:
-  Client(const PullOptions& o, ParsedRef ref)
+  Client(const PullOptions& o, ParsedRef ref,
+         std::unique_ptr<http::Transport> transport, Clock& clock)
       : options_(o),
         ref_(std::move(ref)),
-        deadline_(std::chrono::steady_clock::now() + o.timeout) {
+        transport_(std::move(transport)),
+        clock_(clock),
+        deadline_(clock.steady_now() + o.timeout) {
     base_ = std::string(o.insecure_http ? "http://" : "https://") +
             ref_.registry + "/v2/" + ref_.repository;
   }
 
-  // GET of a manifest into memory; `digest` is what we asked for.
-  Result<Response> manifest(const std::string& reference) {
-    Response r;
+  // GET of a manifest into memory.
+  Result<http::HttpResponse> manifest(const std::string& reference) {
     Sink sink;
-    sink.response = &r;
     sink.limit = kMaxManifestBytes;
-    auto got = get(base_ + "/manifests/" + reference, kAccept, sink,
-                   "manifest " + reference);
-    if (!got) return got.error();
-    return r;
+    return get(base_ + "/manifests/" + reference, kAccept, sink,
+               "manifest " + reference);
   }
 
   // Streams the blob out through `out`, checking size and SHA-256. A
@@ -289,26 +204,19 @@ class Client {
   // ignores ranges resends from 0 and the part already sent is skipped.
   Result<void> blob(const std::string& digest, std::uint64_t size,
                     const BlobOut& out, const std::string& what) {
-    MdCtx md(EVP_MD_CTX_new());
-    if (!md || EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr) != 1)
-      return blocked("SHA-256 is not available");
-    Response r;
+    Sha256 sha;
+    if (!sha.ok()) return blocked("SHA-256 is not available");
     Sink sink;
-    sink.response = &r;
     sink.out = &out;
-    sink.md = md.get();
+    sink.sha = &sha;
     sink.limit = size;
-    auto got =
-        get(base_ + "/blobs/" + digest, nullptr, sink, what + " " + digest);
+    auto got = get(base_ + "/blobs/" + digest, "", sink, what + " " + digest);
     if (!got) return got.error();
     if (sink.written != size)
       return integrity(what + " " + digest + ": the registry sent " +
                        std::to_string(sink.written) +
                        " bytes, its descriptor says " + std::to_string(size));
-    unsigned char hash[EVP_MAX_MD_SIZE];
-    unsigned len = 0;
-    EVP_DigestFinal_ex(md.get(), hash, &len);
-    const std::string actual = "sha256:" + to_hex(hash, len);
+    const std::string actual = "sha256:" + sha.hex();
     if (actual != digest)
       return integrity(what + " " + digest +
                        " is damaged: its content hashes to " + actual);
@@ -316,159 +224,149 @@ class Client {
   }
 
  private:
-  // One GET with auth, retries, backoff and (for blob sinks) resume. What a
-  // cut transfer already sent out is kept: the next attempt asks for the
-  // rest.
-  Result<void> get(const std::string& url, const char* accept, Sink& sink,
-                   const std::string& what) {
+  Error timed_out(const std::string& what) const {
+    return Error{ExitCode::kTimeout,
+                 kLayer,
+                 "pulling " + options_.ref + " took longer than " +
+                     std::to_string(options_.timeout.count()) + " s (at " +
+                     what + ")",
+                 {}};
+  }
+
+  // One GET with auth, retries and (for blob sinks) resume. What a cut
+  // transfer already sent out is kept: the next attempt asks for the rest.
+  Result<http::HttpResponse> get(const std::string& url, const char* accept,
+                                 Sink& sink, const std::string& what) {
     bool tried_token = false;
     std::string last;
-    for (int attempt = 0; attempt < kAttempts; ++attempt) {
-      if (stop_requested()) return interrupted_error(kLayer);
-      if (attempt > 0) {
-        // Backoff: 0.5 s, 1 s, 2 s; never past the deadline.
-        std::this_thread::sleep_for(std::chrono::milliseconds(250 << attempt));
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline_ - std::chrono::steady_clock::now());
-      if (left.count() <= 0)
-        return Error{ExitCode::kTimeout,
-                     kLayer,
-                     "pulling " + options_.ref + " took longer than " +
-                         std::to_string(options_.timeout.count()) + " s (at " +
-                         what + ")",
-                     {}};
-      Curl curl(curl_easy_init());
-      if (!curl) return blocked("libcurl could not start");
-      CURL* c = curl.get();
-      curl_slist* raw_headers = nullptr;
-      if (accept) raw_headers = curl_slist_append(raw_headers, accept);
+    http::HttpResponse got;
+    http::RetryPlan plan;
+    // Backoff 0.5 s, 1 s, 2 s: the whole window, no jitter (one client).
+    plan.policy.first_backoff = std::chrono::milliseconds(500);
+    plan.policy.max_backoff = std::chrono::milliseconds(2000);
+    plan.jitter = [] { return 1.0; };
+    plan.max_attempts = kAttempts;
+    plan.deadline = deadline_;
+    plan.retry_until = deadline_;
+    plan.layer = kLayer;
+    plan.on_deadline = [&](int) { return timed_out(what); };
+    plan.on_give_up = [&](const http::Step&, int attempts) -> Error {
+      if (attempts < kAttempts) return timed_out(what);  // no time for more
+      return blocked(what + " from " + ref_.registry + " failed after " +
+                         std::to_string(kAttempts) + " attempts: " + last,
+                     options_.insecure_http
+                         ? std::string()
+                         : "is the registry plain HTTP? then pass "
+                           "--insecure-registry");
+    };
+    auto done = http::retry(clock_, plan, [&](const http::Attempt& attempt) {
+      http::HttpRequest req;
+      req.target = url;
+      req.accept = accept;
       if (!token_.empty())
-        raw_headers = curl_slist_append(
-            raw_headers, ("Authorization: Bearer " + token_).c_str());
+        req.headers.push_back("Authorization: Bearer " + token_);
       // Resume: keep what a cut transfer already wrote and hashed.
       const bool resume = sink.out && sink.written > 0;
-      const std::string range =
-          "Range: bytes=" + std::to_string(sink.written) + "-";
-      if (resume) raw_headers = curl_slist_append(raw_headers, range.c_str());
-      Slist headers(raw_headers);
-      sink.response->status = 0;
-      sink.response->headers.clear();
-      sink.response->body.clear();
+      if (resume)
+        req.headers.push_back("Range: bytes=" + std::to_string(sink.written) +
+                              "-");
+      int status = 0;
+      req.on_status = [&](int s) { status = s; };
+      // Manifests are capped; a blob's error page is kept only in part,
+      // for the message.
+      req.max_body =
+          sink.out ? 64 * 1024 : static_cast<std::size_t>(sink.limit);
+      req.truncate_body = sink.out != nullptr;
       sink.too_big = false;
       sink.resuming = resume;
       sink.skip = 0;
-      configure(c, url, headers.get(), sink, left);
-      const CURLcode rc = curl_easy_perform(c);
-      const long status = sink.response->status;
-      // A Ctrl-C (on_progress): `bundle create` removes its partial output.
-      if (rc == CURLE_ABORTED_BY_CALLBACK && stop_requested())
-        return interrupted_error(kLayer);
-      if (sink.io_failed)
-        return blocked(std::string("cannot write ") + what + ": " +
-                       std::strerror(sink.io_errno));
-      if (sink.too_big)
-        return sink.out ? integrity(what +
-                                    ": the registry sent more bytes than "
-                                    "its descriptor says (" +
-                                    std::to_string(sink.limit) + ")")
-                        : blocked(what + ": larger than " +
-                                  std::to_string(kMaxManifestBytes) + " bytes");
-      if (status == 401 && !tried_token) {
-        tried_token = true;
-        auto t = fetch_token(sink.response->headers["www-authenticate"]);
-        if (!t) return t.error();
-        --attempt;  // authenticating is not a failed attempt
-        continue;
-      }
-      if (rc == CURLE_OK && (status == 200 || status == 206)) return {};
+      const http::OnData blob_data = [&](std::string_view chunk) {
+        if (status != 200 && status != 206) return true;  // not the blob
+        return to_blob(sink, status, chunk);
+      };
+      const http::Outcome outcome = transport_->perform(
+          req, attempt.remaining,
+          std::min(attempt.remaining, std::chrono::milliseconds(30000)),
+          sink.out ? blob_data : http::OnData());
+      return judge(outcome, sink, tried_token, last, got, what);
+    });
+    if (!done) return done.error();
+    return got;
+  }
+
+  // One attempt's outcome as a step of the retry loop.
+  http::Step judge(const http::Outcome& outcome, const Sink& sink,
+                   bool& tried_token, std::string& last,
+                   http::HttpResponse& got, const std::string& what) {
+    using http::Step;
+    if (sink.io_failed)
+      return Step::fail(blocked(std::string("cannot write ") + what + ": " +
+                                std::strerror(sink.io_errno)));
+    const auto* failure = std::get_if<http::TransportError>(&outcome);
+    if (sink.too_big || (failure && failure->kind == http::Failure::kTooLarge))
+      return Step::fail(
+          sink.out ? integrity(what +
+                               ": the registry sent more bytes than "
+                               "its descriptor says (" +
+                               std::to_string(sink.limit) + ")")
+                   : blocked(what + ": larger than " +
+                             std::to_string(kMaxManifestBytes) + " bytes"));
+    if (failure) {
+      const int rc = failure->curl_code;
       if (rc == CURLE_SSL_CACERT || rc == CURLE_PEER_FAILED_VERIFICATION ||
           rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_SSL_CACERT_BADFILE ||
           rc == CURLE_UNSUPPORTED_PROTOCOL) {
         // Not transient: retrying an untrusted certificate cannot help.
-        return blocked(
-            what + ": " + curl_easy_strerror(rc) + " (" + options_.ref + ")",
+        return Step::fail(blocked(
+            what + ": " + failure->reason + " (" + options_.ref + ")",
             rc == CURLE_UNSUPPORTED_PROTOCOL
                 ? std::string()
                 : "a private CA: pass it with --registry-ca FILE; a plain "
-                  "HTTP registry: --insecure-registry");
+                  "HTTP registry: --insecure-registry"));
       }
-      if (rc != CURLE_OK) {
-        last = curl_easy_strerror(rc);
-        continue;
-      }
-      if (status >= 500 || status == 429) {
-        last = "HTTP " + std::to_string(status);
-        continue;
-      }
-      // 4xx: final. The registry's error body says why (MANIFEST_UNKNOWN,
-      // NAME_UNKNOWN, BLOB_UNKNOWN, DENIED).
-      std::string detail;
-      try {
-        const json j = json::parse(sink.response->body);
-        for (const auto& e : j.at("errors"))
-          detail += (detail.empty() ? "" : "; ") +
-                    e.value("code", std::string()) + ": " +
-                    e.value("message", std::string());
-      } catch (const std::exception&) {
-      }
-      return blocked(options_.ref + ": " + what +
-                         ": the registry answered HTTP " +
-                         std::to_string(status) +
-                         (detail.empty() ? "" : " (" + detail + ")"),
-                     status == 404 ? "check the repository and tag exist in "
-                                     "the registry (or push it there)"
-                                   : std::string(),
-                     static_cast<int>(status));
+      last = failure->reason;
+      return Step::retry(blocked(last));
     }
-    return blocked(what + " from " + ref_.registry + " failed after " +
-                       std::to_string(kAttempts) + " attempts: " + last,
-                   options_.insecure_http
-                       ? std::string()
-                       : "is the registry plain HTTP? then pass "
-                         "--insecure-registry");
-  }
-
-  void configure(CURL* c, const std::string& url, curl_slist* headers,
-                 Sink& sink, std::chrono::milliseconds left) {
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, sink.response);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
-    // Blobs are often a redirect to object storage; curl drops our
-    // Authorization header when the redirect changes host, as it must.
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
-    // Plain HTTP only when asked; a redirect must never downgrade HTTPS.
-    const char* protocols = options_.insecure_http ? "http,https" : "https";
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, protocols);
-    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, protocols);
-    // TLS is always verified: the system CAs, or the given CA file.
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (!options_.ca_file.empty())
-      curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str());
-    curl_easy_setopt(
-        c, CURLOPT_CONNECTTIMEOUT_MS,
-        static_cast<long>(std::min<std::int64_t>(left.count(), 30000)));
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
-    // A stalled transfer (under 1 KiB/s for a minute) is a connection
-    // error and retried, instead of hanging until the deadline.
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "gpunode/" GPUNODE_VERSION);
-    // Polled about once a second and on every chunk: a Ctrl-C ends the
-    // transfer (include/gpunode/interrupt.hpp).
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-  }
-
-  static int on_progress(void*, curl_off_t, curl_off_t, curl_off_t,
-                         curl_off_t) {
-    return stop_requested() ? 1 : 0;
+    const auto& response = std::get<http::HttpResponse>(outcome);
+    const int status = response.status;
+    if (status == 401 && !tried_token) {
+      tried_token = true;
+      const auto challenge = response.headers.find("www-authenticate");
+      auto t =
+          fetch_token(challenge == response.headers.end() ? std::string()
+                                                          : challenge->second);
+      if (!t) return Step::fail(t.error());
+      return Step::again();  // authenticating is not a failed attempt
+    }
+    if (status == 200 || status == 206) {
+      got = response;
+      return Step::done();
+    }
+    if (status >= 500 || status == 429) {
+      last = "HTTP " + std::to_string(status);
+      std::optional<std::chrono::milliseconds> after;
+      if (response.retry_after) after = *response.retry_after;
+      return Step::retry(blocked(last), after);
+    }
+    // 4xx: final. The registry's error body says why (MANIFEST_UNKNOWN,
+    // NAME_UNKNOWN, BLOB_UNKNOWN, DENIED).
+    std::string detail;
+    try {
+      const json j = json::parse(response.body);
+      for (const auto& e : j.at("errors"))
+        detail += (detail.empty() ? "" : "; ") +
+                  e.value("code", std::string()) + ": " +
+                  e.value("message", std::string());
+    } catch (const std::exception&) {
+    }
+    return Step::fail(
+        blocked(options_.ref + ": " + what + ": the registry answered HTTP " +
+                    std::to_string(status) +
+                    (detail.empty() ? "" : " (" + detail + ")"),
+                status == 404 ? "check the repository and tag exist in "
+                                "the registry (or push it there)"
+                              : std::string(),
+                status));
   }
 
   // Anonymous token for the challenge's scope (public registries: nvcr.io,
@@ -480,31 +378,30 @@ class Client {
                          (challenge.empty() ? "no challenge" : challenge) +
                          "); only anonymous pulls are supported",
                      {}, 401);
-    Curl curl(curl_easy_init());
-    if (!curl) return blocked("libcurl could not start");
-    std::string url = params["realm"];
-    char sep = url.find('?') == std::string::npos ? '?' : '&';
+    http::HttpRequest req;
+    req.target = params["realm"];
+    req.accept.clear();
+    req.max_body = 1024 * 1024;
+    char sep = req.target.find('?') == std::string::npos ? '?' : '&';
     for (const char* key : {"service", "scope"}) {
       if (params[key].empty()) continue;
-      char* esc = curl_easy_escape(curl.get(), params[key].c_str(), 0);
-      url += sep + std::string(key) + "=" + (esc ? esc : "");
-      curl_free(esc);
+      req.target +=
+          sep + std::string(key) + "=" + http::url_encode(params[key]);
       sep = '&';
     }
-    Response r;
-    Sink sink;
-    sink.response = &r;
-    sink.limit = 1024 * 1024;
-    configure(curl.get(), url, nullptr, sink, std::chrono::milliseconds(60000));
-    const CURLcode rc = curl_easy_perform(curl.get());
-    if (rc != CURLE_OK || r.status != 200)
-      return blocked(options_.ref + ": no anonymous token from " +
-                         params["realm"] + ": " +
-                         (rc != CURLE_OK ? curl_easy_strerror(rc)
-                                         : "HTTP " + std::to_string(r.status)),
-                     {}, static_cast<int>(r.status));
+    const http::Outcome outcome =
+        transport_->perform(req, std::chrono::milliseconds(60000),
+                            std::chrono::milliseconds(30000), nullptr);
+    const auto* failure = std::get_if<http::TransportError>(&outcome);
+    const int status =
+        failure ? 0 : std::get<http::HttpResponse>(outcome).status;
+    if (failure || status != 200)
+      return blocked(
+          options_.ref + ": no anonymous token from " + params["realm"] + ": " +
+              (failure ? failure->reason : "HTTP " + std::to_string(status)),
+          {}, status);
     try {
-      const json j = json::parse(r.body);
+      const json j = json::parse(std::get<http::HttpResponse>(outcome).body);
       token_ = j.value("token", j.value("access_token", std::string()));
     } catch (const std::exception&) {
     }
@@ -516,7 +413,9 @@ class Client {
 
   const PullOptions& options_;
   ParsedRef ref_;
-  std::chrono::steady_clock::time_point deadline_;
+  std::unique_ptr<http::Transport> transport_;
+  Clock& clock_;
+  http::SteadyTime deadline_;
   std::string base_;
   std::string token_;
 };
@@ -587,7 +486,7 @@ class TarWriter {
   }
 
   Result<void> begin(const std::string& name, std::uint64_t size) {
-    std::unique_ptr<archive_entry, EntryFree> e(archive_entry_new());
+    ArchiveEntryPtr e(archive_entry_new());
     archive_entry_set_pathname(e.get(), name.c_str());
     archive_entry_set_filetype(e.get(), AE_IFREG);
     archive_entry_set_perm(e.get(), 0644);
@@ -645,7 +544,7 @@ class TarWriter {
   std::string path_;
   int fd_;
   std::function<void(const char*, std::size_t)> observe_;
-  std::unique_ptr<archive, ArchiveFree> a_{archive_write_new()};
+  ArchiveWritePtr a_{archive_write_new()};
   int errno_ = 0;
 };
 
@@ -739,7 +638,21 @@ Result<PulledImage> pull_to_oci_archive(const PullOptions& options) {
   if (options.platforms.empty())
     return usage_error("pull: no platforms asked for " + options.ref);
 
-  Client client(options, *ref);
+  // The transport: TLS verified against the system CAs or --registry-ca;
+  // redirects followed (blobs are often served from object storage), never
+  // from HTTPS down to HTTP; a stall under 1 KiB/s for a minute is a
+  // connection error and retried instead of waited out.
+  http::CurlOptions transport_options;
+  transport_options.ca_file = options.ca_file;
+  transport_options.allow_plain_http = options.insecure_http;
+  transport_options.follow_redirects = true;
+  transport_options.low_speed_bytes = 1024;
+  transport_options.low_speed_seconds = 60;
+  transport_options.layer = kLayer;
+  auto transport = http::make_curl_transport(std::move(transport_options));
+  if (!transport) return transport.error();
+  const std::unique_ptr<Clock> clock = make_system_clock();
+  Client client(options, *ref, std::move(*transport), *clock);
   std::map<std::string, Entry> entries;  // tar entry name -> content
   auto add_bytes = [&](const std::string& digest, std::string data) {
     entries["blobs/sha256/" + digest.substr(7)].bytes = std::move(data);
@@ -756,7 +669,7 @@ Result<PulledImage> pull_to_oci_archive(const PullOptions& options) {
   // digest must match it; a registry's Docker-Content-Digest must too.
   auto top = client.manifest(ref->reference);
   if (!top) return top.error();
-  const std::string top_digest = sha256_of(top->body);
+  const std::string top_digest = "sha256:" + sha256_hex(top->body);
   if (valid_digest(ref->reference) && top_digest != ref->reference)
     return integrity("manifest " + ref->reference + " of " + options.ref +
                      " is damaged: its content hashes to " + top_digest);
@@ -797,10 +710,10 @@ Result<PulledImage> pull_to_oci_archive(const PullOptions& options) {
       const std::string what = "the " + match + " manifest of " + options.ref;
       auto m = client.manifest(digest);
       if (!m) return m.error();
-      if (sha256_of(m->body) != digest)
+      if (const std::string got = "sha256:" + sha256_hex(m->body);
+          got != digest)
         return integrity(what + " (" + digest +
-                         ") is damaged: its content hashes to " +
-                         sha256_of(m->body));
+                         ") is damaged: its content hashes to " + got);
       auto mj = parse_json(m->body, what);
       if (!mj) return mj.error();
       auto blobs = referenced_blobs(*mj, what);
@@ -868,13 +781,13 @@ Result<PulledImage> pull_to_oci_archive(const PullOptions& options) {
   if (raw < 0)
     return blocked("cannot create a file next to " + options.out_path + ": " +
                    std::strerror(errno));
-  Fd fd(raw);
+  UniqueFd fd(raw);
   TempFile temp(buf.data());
   // mkstemp makes 0600; the tar is as readable as the rest of the bundle.
-  if (::fchmod(fd.fd, 0644) != 0)
+  if (::fchmod(fd.get(), 0644) != 0)
     return blocked("cannot set the mode of " + temp.path() + ": " +
                    std::strerror(errno));
-  TarWriter tar(temp.path(), fd.fd, options.on_output);
+  TarWriter tar(temp.path(), fd.get(), options.on_output);
   if (auto r = tar.open(); !r) return r.error();
   // std::map iterates in byte order: the entries come out sorted.
   for (const auto& [name, entry] : entries) {

@@ -1,37 +1,16 @@
 // Ed25519 keys and signatures through OpenSSL's EVP interface. Ed25519 is a
 // "one-shot" algorithm: EVP_DigestSign/Verify with a NULL digest, over the
 // whole message at once (bundle.toml is small, capped at kMaxManifestBytes).
-#include <openssl/bio.h>
 #include <openssl/err.h>
-#include <openssl/evp.h>
 #include <openssl/pem.h>
-#include <openssl/x509.h>
-
-#include <memory>
 
 #include "gpunode/bundle.hpp"
-#include "gpunode/journal.hpp"
+#include "gpunode/digest.hpp"
+#include "gpunode/openssl_handles.hpp"
 
 namespace gpunode::bundle {
 
 namespace {
-
-struct PkeyFree {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-};
-struct PkeyCtxFree {
-  void operator()(EVP_PKEY_CTX* p) const { EVP_PKEY_CTX_free(p); }
-};
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* p) const { EVP_MD_CTX_free(p); }
-};
-struct BioFree {
-  void operator()(BIO* p) const { BIO_free(p); }
-};
-using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
-using PkeyCtx = std::unique_ptr<EVP_PKEY_CTX, PkeyCtxFree>;
-using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
-using Bio = std::unique_ptr<BIO, BioFree>;
 
 // OpenSSL's error queue is per thread; drain it into the message so that a
 // failure says why, and so that a stale error never leaks into a later call.
@@ -51,10 +30,6 @@ Error sign_error(const std::string& what) {
       ExitCode::kIntegrity, "bundle", what + ": " + openssl_errors(), {}};
 }
 
-Bio memory_bio(const std::string& data) {
-  return Bio(BIO_new_mem_buf(data.data(), static_cast<int>(data.size())));
-}
-
 std::string bio_text(BIO* bio) {
   char* data = nullptr;
   const long len = BIO_get_mem_data(bio, &data);
@@ -63,10 +38,10 @@ std::string bio_text(BIO* bio) {
 
 // Only Ed25519: a key of another type is refused rather than used, so a
 // bundle cannot be "signed" with a weaker algorithm the operator never chose.
-Result<Pkey> read_private(const std::string& pem) {
-  Bio bio = memory_bio(pem);
+Result<EvpPkeyPtr> read_private(const std::string& pem) {
+  BioPtr bio = memory_bio(pem);
   if (!bio) return sign_error("cannot read the private key");
-  Pkey key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+  EvpPkeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
   if (!key)
     return Error{
         ExitCode::kUsage, "bundle",
@@ -78,10 +53,10 @@ Result<Pkey> read_private(const std::string& pem) {
   return key;
 }
 
-Result<Pkey> read_public(const std::string& pem) {
-  Bio bio = memory_bio(pem);
+Result<EvpPkeyPtr> read_public(const std::string& pem) {
+  BioPtr bio = memory_bio(pem);
   if (!bio) return sign_error("cannot read the public key");
-  Pkey key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
+  EvpPkeyPtr key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
   if (!key)
     return Error{
         ExitCode::kUsage,
@@ -97,17 +72,17 @@ Result<Pkey> read_public(const std::string& pem) {
 }  // namespace
 
 Result<KeyPair> generate_keypair() {
-  PkeyCtx ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nullptr));
+  EvpPkeyCtxPtr ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nullptr));
   if (!ctx || EVP_PKEY_keygen_init(ctx.get()) <= 0)
     return sign_error("cannot set up Ed25519 key generation");
   EVP_PKEY* raw = nullptr;
   if (EVP_PKEY_keygen(ctx.get(), &raw) <= 0)
     return sign_error("cannot generate an Ed25519 key");
-  Pkey key(raw);
+  EvpPkeyPtr key(raw);
 
   KeyPair pair;
-  Bio priv(BIO_new(BIO_s_mem()));
-  Bio pub(BIO_new(BIO_s_mem()));
+  BioPtr priv(BIO_new(BIO_s_mem()));
+  BioPtr pub(BIO_new(BIO_s_mem()));
   if (!priv || !pub) return sign_error("cannot allocate a memory BIO");
   // PEM_write_bio_PrivateKey writes PKCS#8 ("BEGIN PRIVATE KEY"), unencrypted:
   // the file's 0600 mode protects it, as with ssh-keygen -N "".
@@ -125,7 +100,7 @@ Result<std::string> sign(const std::string& private_pem,
                          const std::string& data) {
   auto key = read_private(private_pem);
   if (!key) return key.error();
-  MdCtx ctx(EVP_MD_CTX_new());
+  EvpMdCtxPtr ctx(EVP_MD_CTX_new());
   if (!ctx ||
       EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key->get()) != 1)
     return sign_error("cannot start signing");
@@ -146,7 +121,7 @@ Result<bool> signature_valid(const std::string& public_pem,
                              const std::string& signature) {
   auto key = read_public(public_pem);
   if (!key) return key.error();
-  MdCtx ctx(EVP_MD_CTX_new());
+  EvpMdCtxPtr ctx(EVP_MD_CTX_new());
   if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr,
                                    key->get()) != 1)
     return sign_error("cannot start verifying");

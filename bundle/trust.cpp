@@ -7,6 +7,7 @@
 
 #include "gpunode/bundle_trust.hpp"
 #include "gpunode/trust_anchor.hpp"
+#include "gpunode/unique_fd.hpp"
 
 namespace gpunode::bundle {
 namespace {
@@ -21,13 +22,13 @@ Result<std::string> read_key_file(const std::string& path,
                                   const std::string& flag) {
   // O_NONBLOCK: opening a FIFO blocks until a writer comes; it is refused
   // below with every other non-regular file.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
+  const UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  const int fd = file.get();
+  if (!file)
     return usage_error(flag + ": cannot read '" + path +
                        "': " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
     return usage_error(flag + ": '" + path + "' is not a regular file");
   }
   std::string data;
@@ -37,18 +38,15 @@ Result<std::string> read_key_file(const std::string& path,
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int e = errno;
-      ::close(fd);
       return usage_error(flag + ": cannot read '" + path +
                          "': " + std::strerror(e));
     }
     if (n == 0) break;
     data.append(buf, static_cast<std::size_t>(n));
     if (data.size() > kMaxKeyBytes) {
-      ::close(fd);
       return usage_error(flag + ": '" + path + "' is too large for a key");
     }
   }
-  ::close(fd);
   return data;
 }
 

@@ -9,7 +9,6 @@
 // Nothing is ever written under the bundle directory.
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,7 +26,8 @@
 
 #include "gpunode/bundle.hpp"
 #include "gpunode/crash_point.hpp"
-#include "gpunode/journal.hpp"
+#include "gpunode/digest.hpp"
+#include "gpunode/unique_fd.hpp"
 #include "gpunode/work_limits.hpp"
 
 namespace gpunode::bundle {
@@ -50,54 +50,11 @@ constexpr const char* kFix =
     "get a fresh copy of the bundle from its publisher; do not install from "
     "this one";
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      if (fd_ >= 0) ::close(fd_);
-      fd_ = o.fd_;
-      o.fd_ = -1;
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
-
-struct DirCloser {
-  void operator()(DIR* d) const { ::closedir(d); }
-};
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* p) const { EVP_MD_CTX_free(p); }
-};
-
 Error integrity(std::string message) {
   return Error{ExitCode::kIntegrity, "bundle", std::move(message), kFix};
 }
 
 std::string errno_text(int e) { return std::strerror(e); }
-
-std::string hex(const unsigned char* md, unsigned len) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned i = 0; i < len; ++i) {
-    out += digits[md[i] >> 4];
-    out += digits[md[i] & 15];
-  }
-  return out;
-}
 
 // Reads a small top-level file (bundle.toml, its signature) without
 // following a link, refusing anything bigger than `cap`. nullopt: absent.
@@ -105,7 +62,8 @@ Result<std::optional<std::string>> read_small(int dirfd, const char* name,
                                               std::size_t cap) {
   // O_NONBLOCK: a FIFO in its place would otherwise block the open forever;
   // the fstat below refuses it.
-  Fd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  UniqueFd fd(
+      ::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd) {
     const int e = errno;
     if (e == ENOENT) return std::optional<std::string>();
@@ -188,7 +146,7 @@ struct Walk {
     // the caller's stays valid for openat/fstatat.
     const int dup = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
     if (dup < 0) return failed(here, "read directory", errno);
-    std::unique_ptr<DIR, DirCloser> d(::fdopendir(dup));
+    DirPtr d(::fdopendir(dup));
     if (!d) {
       const int e = errno;
       ::close(dup);
@@ -231,8 +189,8 @@ struct Walk {
       return;
     }
     if (S_ISDIR(st.st_mode)) {
-      Fd sub(::openat(dirfd, name.c_str(),
-                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      UniqueFd sub(::openat(dirfd, name.c_str(),
+                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!sub) return failed(rel, "open directory", errno);
       dir(sub.get(), rel, depth + 1);
       return;
@@ -268,28 +226,28 @@ struct Walk {
 // the inode the walk inspected, with the size bundle.toml gives.
 // Errors: the message for the bundle's problem list, or `fatal` set when
 // the machine's limit was hit.
-Result<Fd> open_listed(int root, const FileEntry& f, const Found& where) {
+Result<UniqueFd> open_listed(int root, const FileEntry& f, const Found& where) {
   auto fail = [&](const std::string& what, int e) -> Error {
     if (auto limit = out_of_resources(e, "bundle", f.path + ": cannot open"))
       return *limit;
     return integrity(what + ": " + errno_text(e));
   };
-  Fd dir;
+  UniqueFd dir;
   int at = root;
   std::size_t start = 0;
   for (std::size_t slash;
        (slash = f.path.find('/', start)) != std::string::npos;
        start = slash + 1) {
     const std::string part = f.path.substr(start, slash - start);
-    Fd next(::openat(at, part.c_str(),
-                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd next(::openat(at, part.c_str(),
+                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!next) return fail("cannot open its directory", errno);
     dir = std::move(next);
     at = dir.get();
   }
   // O_NONBLOCK: a FIFO swapped in since the walk must not block the open.
-  Fd fd(::openat(at, f.path.c_str() + start,
-                 O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  UniqueFd fd(::openat(at, f.path.c_str() + start,
+                       O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd) return fail("cannot open", errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return fail("cannot stat", errno);
@@ -314,12 +272,11 @@ struct Item {
 // Returns "" or what went wrong. `go_on` is asked every 4 MiB (a chunk is
 // 64 MiB: seconds on a slow stick) whether to carry on.
 std::string hash_range(int fd, std::uint64_t offset, std::uint64_t length,
-                       EVP_MD_CTX* ctx, std::vector<char>& buf,
+                       Sha256& sha, std::vector<char>& buf,
                        std::atomic<std::uint64_t>& bytes,
                        const std::function<bool()>& go_on,
                        std::string& digest) {
-  if (EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1)
-    return "cannot start SHA-256";
+  if (!sha.reset()) return "cannot start SHA-256";
   constexpr std::uint64_t kAskEvery = 4u << 20;
   std::uint64_t done = 0;
   std::uint64_t asked_at = 0;
@@ -339,14 +296,11 @@ std::string hash_range(int fd, std::uint64_t offset, std::uint64_t length,
     if (n == 0)
       return "ends at byte " + std::to_string(offset + done) +
              " (changed while being verified)";
-    EVP_DigestUpdate(ctx, buf.data(), static_cast<std::size_t>(n));
+    sha.update(buf.data(), static_cast<std::size_t>(n));
     done += static_cast<std::uint64_t>(n);
     bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
   }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  digest = hex(md, len);
+  digest = sha.hex();
   return "";
 }
 
@@ -366,7 +320,7 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
                                    const VerifyOptions& options) {
   // The bundle root itself may be reached through a link (a mount point
   // alias); nothing below it may.
-  Fd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root) {
     if (auto limit = out_of_resources(errno, "bundle", dir + ": cannot open"))
       return *limit;
@@ -463,12 +417,12 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
   };
   const std::string doing = "verifying the bundle " + dir;
   auto worker = [&] {
-    std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+    Sha256 sha;
     std::vector<char> buf(
         static_cast<std::size_t>(std::min<std::uint64_t>(kReadBlock, chunk)));
     // At most one file open per thread: consecutive items of one file
     // share it.
-    Fd fd;
+    UniqueFd fd;
     std::size_t fd_file = files.size();
     // Between items and inside long ones: the deadline, a Ctrl-C, or
     // another thread that gave up.
@@ -485,7 +439,7 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
       const Item& it = items[k];
       const FileEntry& f = files[it.file];
       if (fd_file != it.file) {
-        fd = Fd();
+        fd = UniqueFd();
         fd_file = it.file;
         auto opened = open_listed(root.get(), f, found[it.file]);
         if (!opened) {
@@ -498,8 +452,8 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
       }
       if (!fd) continue;  // its open failed for an earlier chunk
       std::string digest;
-      std::string error = hash_range(fd.get(), it.offset, it.length, ctx.get(),
-                                     buf, bytes, go_on, digest);
+      std::string error = hash_range(fd.get(), it.offset, it.length, sha, buf,
+                                     bytes, go_on, digest);
       if (!error.empty()) {
         item_problems[k] = std::move(error);
       } else if (digest != f.chunks[it.chunk]) {

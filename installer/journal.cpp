@@ -1,9 +1,6 @@
 // The journal: <state-dir>/journal.json, versioned, written atomically.
 #include "gpunode/journal.hpp"
 
-#include <openssl/evp.h>
-
-#include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -33,28 +30,6 @@ std::string get_string(const json& j, const char* key) {
 }
 
 }  // namespace
-
-std::string sha256_hex(const std::string& data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
-}
-
-std::string iso8601_utc(std::chrono::system_clock::time_point t) {
-  std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string journal_path(const std::string& state_dir) {
   return state_dir + "/journal.json";

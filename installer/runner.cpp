@@ -9,6 +9,7 @@
 #include <map>
 
 #include "gpunode/crash_point.hpp"
+#include "gpunode/digest.hpp"
 #include "gpunode/interrupt.hpp"
 #include "gpunode/journal.hpp"
 #include "gpunode/run_lock.hpp"

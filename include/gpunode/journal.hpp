@@ -10,6 +10,7 @@
 
 #include "gpunode/host.hpp"
 #include "gpunode/result.hpp"
+#include "gpunode/utc_time.hpp"  // the records' times
 
 namespace gpunode {
 
@@ -50,8 +51,5 @@ Result<void> save_journal(FileSystem& fs, const std::string& state_dir,
 // Exposed for tests: text <-> journal.
 std::string serialize_journal(const Journal& journal);
 Result<Journal> parse_journal(const std::string& text);
-
-std::string iso8601_utc(std::chrono::system_clock::time_point t);
-std::string sha256_hex(const std::string& data);
 
 }  // namespace gpunode

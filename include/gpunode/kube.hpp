@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpunode/host.hpp"
+#include "gpunode/http.hpp"
 #include "gpunode/result.hpp"
 
 namespace gpunode::kube {
@@ -46,14 +47,8 @@ Result<Kubeconfig> parse_kubeconfig(
     const std::string& yaml, const std::string& source,
     const std::function<Result<std::string>(const std::string&)>& read_file);
 
-struct RetryPolicy {
-  std::chrono::milliseconds first_backoff{200};
-  std::chrono::milliseconds max_backoff{5000};
-  // One request stops retrying after this long even when the run's deadline
-  // is further away: an API server that restarts is back within it, and one
-  // that is down should be reported, not waited on for the whole --timeout.
-  std::chrono::milliseconds give_up_after{60000};
-};
+// Backoff and the per-request retry limit: the shared HTTP stack's.
+using RetryPolicy = http::RetryPolicy;
 
 enum class WatchStep { kContinue, kDone };
 

@@ -4,9 +4,11 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "gpunode/host.hpp"
 #include "gpunode/result.hpp"
+#include "gpunode/unique_fd.hpp"
 
 namespace gpunode {
 
@@ -21,8 +23,8 @@ class RunLock {
   RunLock& operator=(const RunLock&) = delete;
 
  private:
-  explicit RunLock(int fd) : fd_(fd) {}
-  int fd_;
+  explicit RunLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;  // closing it releases the lock
 };
 
 }  // namespace gpunode

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpu/driver_version.hpp"
+#include "gpunode/digest.hpp"
 
 namespace gpunode {
 namespace {
@@ -63,8 +64,7 @@ Error malformed(std::size_t line_no, std::string_view line,
     if (c >= 0x20 && c < 0x7f) {
       quoted += static_cast<char>(c);
     } else {
-      static const char* hex = "0123456789abcdef";
-      quoted += {'\\', 'x', hex[c >> 4], hex[c & 15]};
+      quoted += "\\x" + hex_lower(&c, 1);
     }
   }
   return Error{ExitCode::kUsage,

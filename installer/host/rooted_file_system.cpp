@@ -16,6 +16,7 @@
 #include "gpunode/crash_point.hpp"
 #include "gpunode/fs_errors.hpp"
 #include "gpunode/system_host.hpp"
+#include "gpunode/unique_fd.hpp"
 
 namespace gpunode {
 namespace {
@@ -134,8 +135,7 @@ class RootedFileSystem : public FileSystem {
           "cannot read " + host_path + ": " + errno_text(e),
           {}};
     }
-    std::unique_ptr<int, void (*)(int*)> guard(&fd,
-                                               [](int* f) { ::close(*f); });
+    const UniqueFd guard(fd);
     struct stat st {};
     if (::fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
       const char* kind = S_ISDIR(st.st_mode)    ? "it is a directory"

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "gpunode/fs_errors.hpp"
 
@@ -34,9 +35,11 @@ Result<std::unique_ptr<RunLock>> RunLock::acquire(const FileSystem& fs,
   // link as the last component, and the state dir's own path was resolved
   // inside the root. O_NONBLOCK: a FIFO planted there must not hang us.
   const std::string real = fs.resolve_entry(host_path);
-  int fd = ::open(real.c_str(),
-                  O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-  if (fd < 0) {
+  UniqueFd lock(::open(real.c_str(),
+                       O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                       0600));
+  const int fd = lock.get();
+  if (!lock) {
     const int err = errno;
     if (err == ELOOP) return not_a_lock(host_path, "it is a symbolic link");
     return Error{
@@ -57,17 +60,13 @@ Result<std::unique_ptr<RunLock>> RunLock::acquire(const FileSystem& fs,
           " names (a hard link to another file)";
   else if (st.st_uid != 0 && st.st_uid != ::geteuid())
     why = "it is owned by uid " + std::to_string(st.st_uid);
-  if (!why.empty()) {
-    ::close(fd);
-    return not_a_lock(host_path, why);
-  }
+  if (!why.empty()) return not_a_lock(host_path, why);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     std::string who(512, '\0');
     ssize_t n = ::pread(fd, who.data(), who.size(), 0);
     who.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
     while (!who.empty() && (who.back() == '\n' || who.back() == '\0'))
       who.pop_back();
-    ::close(fd);
     return Error{
         ExitCode::kCannotRun, "preflight",
         "another gpunode run holds " + host_path +
@@ -80,15 +79,14 @@ Result<std::unique_ptr<RunLock>> RunLock::acquire(const FileSystem& fs,
     ssize_t ignored = ::pwrite(fd, text.data(), text.size(), 0);
     (void)ignored;
   }
-  return std::unique_ptr<RunLock>(new RunLock(fd));
+  return std::unique_ptr<RunLock>(new RunLock(std::move(lock)));
 }
 
 RunLock::~RunLock() {
   // Empty the description so a stale holder is never named; closing the
   // descriptor releases the lock.
-  if (::ftruncate(fd_, 0) != 0) {
+  if (::ftruncate(fd_.get(), 0) != 0) {
   }
-  ::close(fd_);
 }
 
 }  // namespace gpunode

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <random>
 #include <string>
 #include <utility>
 #include <variant>
@@ -78,22 +77,6 @@ std::string path_only(const std::string& target) {
 std::string with_query(const std::string& path, const std::string& query) {
   if (query.empty()) return path;
   return path + (path.find('?') == std::string::npos ? "?" : "&") + query;
-}
-
-// Percent-encoding for query values (field selectors hold '=' and ',').
-std::string url_encode(const std::string& s) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-  return out;
 }
 
 std::string one_line(std::string text, std::size_t max) {
@@ -185,13 +168,8 @@ class HttpClient : public Client {
         clock_(clock),
         retry_(retry),
         jitter_(std::move(jitter)) {
-    if (!jitter_) {
-      // One generator per thread: a Client may be shared between threads.
-      jitter_ = [] {
-        thread_local std::mt19937_64 rng(std::random_device{}());
-        return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-      };
-    }
+    // One generator per thread: a Client may be shared between threads.
+    if (!jitter_) jitter_ = http::random_jitter;
   }
 
   Result<std::optional<json>> get(const std::string& path,
@@ -341,16 +319,19 @@ class HttpClient : public Client {
   // that delay would end past the deadline.
   Result<milliseconds> next_delay(const Verdict& v, int attempts,
                                   SteadyTime deadline) const {
-    const milliseconds delay = v.retry_after
-                                   ? *v.retry_after
-                                   : backoff_delay(retry_, attempts, jitter_());
-    if (clock_.steady_now() + delay < deadline) return delay;
-    Error e = v.error;
+    if (auto delay = http::next_delay(retry_, attempts, v.retry_after,
+                                      jitter_(), clock_.steady_now(), deadline))
+      return *delay;
+    return give_up(v.error, v.retry_after, attempts);
+  }
+
+  static Error give_up(Error e, std::optional<milliseconds> retry_after,
+                       int attempts) {
     e.message += "; gave up after " + std::to_string(attempts) +
                  (attempts == 1 ? " attempt" : " attempts");
-    if (v.retry_after) {
+    if (retry_after) {
       e.message += " (the server asked to retry after " +
-                   seconds_text(*v.retry_after) + ", past the deadline)";
+                   seconds_text(*retry_after) + ", past the deadline)";
     } else {
       e.message +=
           " (no time left for another within the deadline or the retry limit)";
@@ -371,44 +352,55 @@ class HttpClient : public Client {
   Result<Exchanged> exchange(const HttpRequest& req, RetryMode mode,
                              SteadyTime deadline,
                              const std::vector<int>& pass = {}) {
-    int attempts = 0;
-    const SteadyTime retry_until =
+    http::RetryPlan plan;
+    plan.policy = retry_;
+    plan.jitter = jitter_;
+    plan.deadline = deadline;
+    plan.retry_until =
         std::min(deadline, clock_.steady_now() + retry_.give_up_after);
-    for (;;) {
-      if (stop_requested()) return interrupted_error("cluster");
-      const SteadyTime now = clock_.steady_now();
-      if (now >= deadline) {
-        return timeout_error(
-            req.method, req.target,
-            "the deadline passed before the request could be sent");
-      }
-      const auto remaining =
-          std::chrono::duration_cast<milliseconds>(deadline - now);
-      const milliseconds timeout = std::min(remaining, kAttemptCap);
-      ++attempts;
-      const milliseconds connect_timeout = std::min(timeout, kConnectCap);
-      const Outcome outcome =
-          transport_->perform(req, timeout, connect_timeout, nullptr);
-      Verdict v = judge(req, outcome, mode, pass);
-      // The server answered a write: the test hook can crash right after,
-      // before gpunode learns the result (the rerun must converge anyway).
-      if (v.response && req.method != "GET") crash_point("api-write-done");
-      if (!v.response && stop_requested()) return interrupted_error("cluster");
-      if (v.response) return Exchanged{std::move(*v.response), attempts};
-      const auto* failure = std::get_if<TransportError>(&outcome);
-      if (failure &&
-          ran_into_deadline(*failure, timeout, connect_timeout, remaining,
-                            clock_.steady_now(), deadline)) {
-        return timeout_error(req.method, req.target,
-                             "timed out waiting for the API server (" +
-                                 std::to_string(attempts) +
-                                 (attempts == 1 ? " attempt)" : " attempts)"));
-      }
-      if (!v.retry) return note_attempts(std::move(v.error), attempts);
-      auto delay = next_delay(v, attempts, retry_until);
-      if (!delay) return delay.error();
-      clock_.sleep_for(*delay);
-    }
+    plan.layer = "cluster";
+    plan.on_deadline = [&](int) {
+      return timeout_error(
+          req.method, req.target,
+          "the deadline passed before the request could be sent");
+    };
+    plan.on_give_up = [](const http::Step& last, int attempts) {
+      return give_up(last.error, last.retry_after, attempts);
+    };
+    Exchanged got;
+    auto done = http::retry(
+        clock_, plan, [&](const http::Attempt& attempt) -> http::Step {
+          got.attempts = attempt.number;
+          const milliseconds timeout = std::min(attempt.remaining, kAttemptCap);
+          const milliseconds connect_timeout = std::min(timeout, kConnectCap);
+          const Outcome outcome =
+              transport_->perform(req, timeout, connect_timeout, nullptr);
+          Verdict v = judge(req, outcome, mode, pass);
+          // The server answered a write: the test hook can crash right
+          // after, before gpunode learns the result (the rerun must
+          // converge anyway).
+          if (v.response && req.method != "GET") crash_point("api-write-done");
+          if (v.response) {
+            got.response = std::move(*v.response);
+            return http::Step::done();
+          }
+          const auto* failure = std::get_if<TransportError>(&outcome);
+          if (failure && ran_into_deadline(*failure, timeout, connect_timeout,
+                                           attempt.remaining,
+                                           clock_.steady_now(), deadline)) {
+            return http::Step::fail(timeout_error(
+                req.method, req.target,
+                "timed out waiting for the API server (" +
+                    std::to_string(attempt.number) +
+                    (attempt.number == 1 ? " attempt)" : " attempts)")));
+          }
+          if (!v.retry)
+            return http::Step::fail(
+                note_attempts(std::move(v.error), attempt.number));
+          return http::Step::retry(std::move(v.error), v.retry_after);
+        });
+    if (!done) return done.error();
+    return got;
   }
 
   std::unique_ptr<Transport> transport_;
@@ -423,8 +415,9 @@ Result<void> HttpClient::watch(
     const std::function<WatchStep(const std::string&, const json&)>& on_event,
     SteadyTime deadline) {
   const std::string selector =
-      field_selector.empty() ? ""
-                             : "fieldSelector=" + url_encode(field_selector);
+      field_selector.empty()
+          ? ""
+          : "fieldSelector=" + http::url_encode(field_selector);
   const std::string what =
       "watch " + path_only(collection_path) +
       (field_selector.empty() ? "" : " (" + field_selector + ")");
@@ -473,7 +466,7 @@ Result<void> HttpClient::watch(
                         std::to_string(server_seconds);
     // Without a resourceVersion the server would replay every object as
     // ADDED; with one, it sends only what changed since the list.
-    if (!rv.empty()) query += "&resourceVersion=" + url_encode(rv);
+    if (!rv.empty()) query += "&resourceVersion=" + http::url_encode(rv);
     if (!selector.empty()) query += "&" + selector;
     HttpRequest req = request("GET", with_query(collection_path, query));
 
@@ -609,43 +602,6 @@ std::unique_ptr<Client> make_client(std::unique_ptr<Transport> transport,
                                       clock, retry, std::move(jitter));
 }
 
-std::chrono::milliseconds backoff_delay(const RetryPolicy& policy, int retry,
-                                        double jitter) {
-  using std::chrono::milliseconds;
-  const auto first = std::max<long long>(policy.first_backoff.count(), 1);
-  const auto cap = std::max<long long>(policy.max_backoff.count(), first);
-  long long window = first;
-  for (int i = 1; i < retry && window < cap; ++i) window *= 2;
-  window = std::min(window, cap);
-  jitter = std::clamp(jitter, 0.0, 1.0);
-  const long long half = window / 2;
-  return milliseconds(
-      window - half +
-      static_cast<long long>(static_cast<double>(half) * jitter));
-}
-
-std::optional<std::chrono::seconds> parse_retry_after(std::string_view value) {
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-    value.remove_prefix(1);
-  }
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t' ||
-                            value.back() == '\r' || value.back() == '\n')) {
-    value.remove_suffix(1);
-  }
-  if (value.empty() || value.size() > 9) return std::nullopt;
-  long long n = 0;
-  for (char c : value) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + (c - '0');
-  }
-  return std::chrono::seconds(n);
-}
-
-bool is_retryable_status(int http_status) {
-  return http_status == 429 || http_status == 500 || http_status == 502 ||
-         http_status == 503 || http_status == 504;
-}
-
 Error http_error(const std::string& verb, const std::string& path,
                  int http_status, const std::string& body,
                  const Endpoint& endpoint) {
@@ -771,6 +727,7 @@ Error transport_error(const std::string& verb, const std::string& path,
           where + "the connection to " + endpoint.server + " broke" + detail;
       e.fix = "check that k3s is not restarting: sudo systemctl status k3s";
       break;
+    case Failure::kTooLarge:  // the detail says how large
     case Failure::kOther:
       e.message = where + "request to " + endpoint.server + " failed" + detail;
       break;

@@ -2,7 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "gpunode/journal.hpp"  // sha256_hex
+#include "gpunode/digest.hpp"
 #include "kube/manifests.hpp"
 
 namespace gpunode {

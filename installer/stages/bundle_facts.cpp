@@ -6,8 +6,8 @@
 
 #include "gpunode/bundle.hpp"
 #include "gpunode/bundle_trust.hpp"
+#include "gpunode/digest.hpp"
 #include "gpunode/images_lock.hpp"
-#include "gpunode/journal.hpp"
 
 namespace gpunode {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "containerd/containerd_config.hpp"
 #include "containerd/runtime_search.hpp"
-#include "gpunode/journal.hpp"
+#include "gpunode/digest.hpp"
 #include "stages/stages.hpp"
 
 namespace gpunode {

@@ -19,7 +19,6 @@
 
 #include "bench_util.hpp"
 #include "gpunode/bundle.hpp"
-#include "gpunode/journal.hpp"
 #include "oci_builder.hpp"
 #include "test_support.hpp"
 

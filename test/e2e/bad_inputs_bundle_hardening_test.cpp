@@ -21,7 +21,7 @@
 
 #include "bad_inputs.hpp"
 #include "gpunode/bundle.hpp"
-#include "gpunode/journal.hpp"
+#include "gpunode/digest.hpp"
 #include "oci_builder.hpp"
 #include "oci_docs.hpp"
 

@@ -11,7 +11,7 @@
 #include <filesystem>
 
 #include "gpunode/bundle.hpp"
-#include "gpunode/journal.hpp"
+#include "gpunode/digest.hpp"
 #include "oci_builder.hpp"
 #include "registry_fixture.hpp"
 #include "sim_gpu_node.hpp"

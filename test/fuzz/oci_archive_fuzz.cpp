@@ -22,8 +22,9 @@
 #include <vector>
 
 #include "fuzz_input.hpp"
+#include "gpunode/archive_handles.hpp"
+#include "gpunode/digest.hpp"
 #include "gpunode/image_archive.hpp"
-#include "gpunode/journal.hpp"
 
 namespace {
 
@@ -51,10 +52,6 @@ std::string resolve(const std::string& doc, std::size_t self,
   }
   return out;
 }
-
-struct WriteDeleter {
-  void operator()(archive* a) const { archive_write_free(a); }
-};
 
 void add_file(archive* a, const std::string& name, const std::string& data) {
   archive_entry* e = archive_entry_new();
@@ -85,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
   std::string tar(size * 2 + 512 * (docs.size() + 4) + 10240, '\0');
   std::size_t used = 0;
   {
-    std::unique_ptr<archive, WriteDeleter> a(archive_write_new());
+    gpunode::ArchiveWritePtr a(archive_write_new());
     archive_write_set_format_pax_restricted(a.get());
     if (archive_write_open_memory(a.get(), tar.data(), tar.size(), &used) !=
         ARCHIVE_OK)

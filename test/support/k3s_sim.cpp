@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "gpunode/openssl_handles.hpp"
+
 extern char** environ;
 
 namespace gpunode::test {
@@ -38,36 +40,15 @@ constexpr long kDay = 24 * 3600;
 // python3-yaml, which only the system Python has.
 constexpr const char* kPython = "/usr/bin/python3";
 
-// ------------------------------------------------------------- OpenSSL RAII
-
-struct PKeyFree {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-};
-struct X509Free {
-  void operator()(X509* p) const { X509_free(p); }
-};
-struct BioFree {
-  void operator()(BIO* p) const { BIO_free(p); }
-};
-struct SslCtxFree {
-  void operator()(SSL_CTX* p) const { SSL_CTX_free(p); }
-};
-struct SslFree {
-  void operator()(SSL* p) const { SSL_free(p); }
-};
-using PKey = std::unique_ptr<EVP_PKEY, PKeyFree>;
-using Cert = std::unique_ptr<X509, X509Free>;
-using Bio = std::unique_ptr<BIO, BioFree>;
-
 [[noreturn]] void ssl_fail(const std::string& what) {
   char buf[256] = {};
   ERR_error_string_n(ERR_get_error(), buf, sizeof buf);
   throw std::runtime_error("k3s sim fixture: " + what + ": " + buf);
 }
 
-PKey make_key() {
+EvpPkeyPtr make_key() {
   // EC P-256, as k3s generates its CAs and client certificates.
-  PKey key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
+  EvpPkeyPtr key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
   if (!key) ssl_fail("EC key generation");
   return key;
 }
@@ -100,9 +81,9 @@ void add_extension(X509* cert, X509V3_CTX* ctx, int nid,
 }
 
 // Signs with issuer_key (self-signed when issuer is null).
-Cert make_cert(const CertSpec& spec, EVP_PKEY* key, X509* issuer,
-               EVP_PKEY* issuer_key) {
-  Cert cert(X509_new());
+X509Ptr make_cert(const CertSpec& spec, EVP_PKEY* key, X509* issuer,
+                  EVP_PKEY* issuer_key) {
+  X509Ptr cert(X509_new());
   if (!cert) ssl_fail("X509_new");
   X509_set_version(cert.get(), 2);
   unsigned char serial_bytes[16];
@@ -158,14 +139,14 @@ std::string bio_text(BIO* bio) {
 }
 
 std::string cert_pem(X509* cert) {
-  Bio bio(BIO_new(BIO_s_mem()));
+  BioPtr bio(BIO_new(BIO_s_mem()));
   PEM_write_bio_X509(bio.get(), cert);
   return bio_text(bio.get());
 }
 
 // "EC PRIVATE KEY" (SEC 1), the form k3s writes into client-key-data.
 std::string key_pem(EVP_PKEY* key) {
-  Bio bio(BIO_new(BIO_s_mem()));
+  BioPtr bio(BIO_new(BIO_s_mem()));
   if (PEM_write_bio_PrivateKey_traditional(bio.get(), key, nullptr, nullptr, 0,
                                            nullptr, nullptr) != 1)
     ssl_fail("writing a key");
@@ -285,8 +266,8 @@ struct K3sSim::Impl {
   int port = 0;
   int control_port = 0;
   pid_t pid = -1;
-  PKey server_ca_key, client_ca_key, admin_key;
-  Cert server_ca, client_ca, admin_cert, expired_cert;
+  EvpPkeyPtr server_ca_key, client_ca_key, admin_key;
+  X509Ptr server_ca, client_ca, admin_cert, expired_cert;
 
   void make_certificates();
   void start();
@@ -301,14 +282,14 @@ void K3sSim::Impl::make_certificates() {
   server_ca_key = make_key();
   server_ca = make_cert(ca_spec("k3s-server-ca@" + std::to_string(stamp)),
                         server_ca_key.get(), nullptr, nullptr);
-  PKey server_key = make_key();
+  EvpPkeyPtr server_key = make_key();
   CertSpec server;
   server.common_name = "kube-apiserver";
   server.server = true;
   server.subject_alt_names =
       "DNS:kubernetes,DNS:kubernetes.default,DNS:localhost,IP:127.0.0.1,"
       "IP:::1";
-  Cert server_cert =
+  X509Ptr server_cert =
       make_cert(server, server_key.get(), server_ca.get(), server_ca_key.get());
 
   client_ca_key = make_key();
@@ -328,8 +309,8 @@ void K3sSim::Impl::make_certificates() {
   expired_cert =
       make_cert(expired, admin_key.get(), client_ca.get(), client_ca_key.get());
   // An unrelated CA: a kubeconfig trusting it must not reach the server.
-  PKey wrong_key = make_key();
-  Cert wrong_ca =
+  EvpPkeyPtr wrong_key = make_key();
+  X509Ptr wrong_ca =
       make_cert(ca_spec("k3s-server-ca@" + std::to_string(stamp - 1)),
                 wrong_key.get(), nullptr, nullptr);
 
@@ -539,7 +520,7 @@ std::string K3sSim::pod_log(const std::string& ns, const std::string& pod) {
 ApiResponse K3sSim::api(const std::string& method, const std::string& path,
                         const std::string& body,
                         const std::string& content_type, ClientCert cert) {
-  std::unique_ptr<SSL_CTX, SslCtxFree> ctx(SSL_CTX_new(TLS_client_method()));
+  SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
   if (!ctx) ssl_fail("SSL_CTX_new");
   X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx.get()),
                       impl_->server_ca.get());
@@ -552,7 +533,7 @@ ApiResponse K3sSim::api(const std::string& method, const std::string& path,
       ssl_fail("client certificate");
   }
   const int fd = connect_loopback(impl_->port);
-  std::unique_ptr<SSL, SslFree> ssl(SSL_new(ctx.get()));
+  SslPtr ssl(SSL_new(ctx.get()));
   SSL_set_fd(ssl.get(), fd);
   X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), "127.0.0.1");
   if (SSL_connect(ssl.get()) != 1) {

@@ -1,8 +1,5 @@
 #include "oci_builder.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -14,7 +11,8 @@
 #include <stdexcept>
 #include <utility>
 
-#include "gpunode/journal.hpp"
+#include "gpunode/archive_handles.hpp"
+#include "gpunode/digest.hpp"
 
 namespace gpunode::test {
 namespace {
@@ -32,18 +30,6 @@ constexpr std::int64_t kMtime = 1700000000;  // fixed: output is deterministic
 constexpr std::size_t kChunk = 64 * 1024;
 constexpr std::size_t kTarHeader = 512;
 
-struct WriteDeleter {
-  void operator()(archive* a) const { archive_write_free(a); }
-};
-using WritePtr = std::unique_ptr<archive, WriteDeleter>;
-struct EntryDeleter {
-  void operator()(archive_entry* e) const { archive_entry_free(e); }
-};
-using EntryPtr = std::unique_ptr<archive_entry, EntryDeleter>;
-struct MdDeleter {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
-
 [[noreturn]] void fail(archive* a, const std::string& what) {
   const char* msg = a != nullptr ? archive_error_string(a) : nullptr;
   throw std::runtime_error("oci_builder: " + what + ": " +
@@ -54,15 +40,15 @@ void check(archive* a, int rc, const std::string& what) {
   if (rc < ARCHIVE_WARN) fail(a, what);
 }
 
-WritePtr new_writer() {
-  WritePtr a(archive_write_new());
+ArchiveWritePtr new_writer() {
+  ArchiveWritePtr a(archive_write_new());
   if (!a) throw std::runtime_error("oci_builder: archive_write_new failed");
   return a;
 }
 
-EntryPtr new_entry(const std::string& name, unsigned type, unsigned perm,
-                   std::int64_t size) {
-  EntryPtr e(archive_entry_new());
+ArchiveEntryPtr new_entry(const std::string& name, unsigned type, unsigned perm,
+                          std::int64_t size) {
+  ArchiveEntryPtr e(archive_entry_new());
   if (!e) throw std::runtime_error("oci_builder: archive_entry_new failed");
   archive_entry_set_pathname(e.get(), name.c_str());
   archive_entry_set_filetype(e.get(), type);
@@ -98,34 +84,6 @@ class Prng {
   std::uint64_t state_;
 };
 
-class Sha256Stream {
- public:
-  Sha256Stream() : ctx_(EVP_MD_CTX_new()) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1)
-      throw std::runtime_error("oci_builder: sha256 init failed");
-  }
-  void update(const char* p, std::size_t n) {
-    if (EVP_DigestUpdate(ctx_.get(), p, n) != 1)
-      throw std::runtime_error("oci_builder: sha256 update failed");
-  }
-  std::string hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    if (EVP_DigestFinal_ex(ctx_.get(), md, &len) != 1)
-      throw std::runtime_error("oci_builder: sha256 final failed");
-    static const char* kHex = "0123456789abcdef";
-    std::string out;
-    for (unsigned int i = 0; i < len; ++i) {
-      out.push_back(kHex[md[i] >> 4]);
-      out.push_back(kHex[md[i] & 0xF]);
-    }
-    return out;
-  }
-
- private:
-  std::unique_ptr<EVP_MD_CTX, MdDeleter> ctx_;
-};
-
 // libarchive write callback that hands the bytes to a ByteFn. Exceptions
 // must not cross libarchive's C frames: they are parked and rethrown.
 struct CallbackSink {
@@ -159,14 +117,14 @@ struct LayerSource {
 
   void stream(const ByteFn& out) const {
     CallbackSink sink{&out, nullptr};
-    WritePtr a = new_writer();
+    ArchiveWritePtr a = new_writer();
     check(a.get(), archive_write_set_format_pax_restricted(a.get()),
           "layer format");
     if (archive_write_open(a.get(), &sink, nullptr, &sink_write, nullptr) !=
         ARCHIVE_OK)
       rethrow_or_fail(a.get(), sink, "layer open");
-    EntryPtr e = new_entry("payload.bin", AE_IFREG, 0644,
-                           static_cast<std::int64_t>(file_bytes));
+    ArchiveEntryPtr e = new_entry("payload.bin", AE_IFREG, 0644,
+                                  static_cast<std::int64_t>(file_bytes));
     if (archive_write_header(a.get(), e.get()) < ARCHIVE_WARN)
       rethrow_or_fail(a.get(), sink, "layer header");
     Prng prng(seed);
@@ -204,13 +162,14 @@ Blob text_blob(std::string text) {
 }
 
 Blob layer_blob(const LayerSource& layer) {
-  Sha256Stream h;
+  Sha256 h;
   Blob b;
   layer.stream([&](const char* p, std::size_t n) {
     h.update(p, n);
     b.size += n;
   });
   b.hex = h.hex();
+  if (b.hex.empty()) throw std::runtime_error("oci_builder: sha256 failed");
   b.layer = &layer;
   return b;
 }
@@ -239,7 +198,7 @@ class OutputSink {
     check(a, archive_write_set_format_raw(a), "raw format");
     check(a, archive_write_set_bytes_in_last_block(a, 1), "block size");
     check(a, archive_write_open_filename(a, path.c_str()), "open " + path);
-    EntryPtr e = new_entry("image.tar", AE_IFREG, 0644, 0);
+    ArchiveEntryPtr e = new_entry("image.tar", AE_IFREG, 0644, 0);
     check(a, archive_write_header(a, e.get()), "compressor header");
   }
 
@@ -270,7 +229,7 @@ class OutputSink {
  private:
   std::string path_;
   std::ofstream file_;
-  WritePtr compressor_;
+  ArchiveWritePtr compressor_;
   bool stopped_ = false;
 };
 
@@ -296,12 +255,12 @@ class TarWriter {
     header(new_entry(name, AE_IFDIR, 0755, 0), name);
   }
   void symlink(const std::string& name, const std::string& target) {
-    EntryPtr e = new_entry(name, AE_IFLNK, 0777, 0);
+    ArchiveEntryPtr e = new_entry(name, AE_IFLNK, 0777, 0);
     archive_entry_set_symlink(e.get(), target.c_str());
     header(std::move(e), name);
   }
   void hardlink(const std::string& name, const std::string& target) {
-    EntryPtr e = new_entry(name, AE_IFREG, 0644, 0);
+    ArchiveEntryPtr e = new_entry(name, AE_IFREG, 0644, 0);
     archive_entry_set_hardlink(e.get(), target.c_str());
     header(std::move(e), name);
   }
@@ -325,14 +284,14 @@ class TarWriter {
   }
 
  private:
-  void header(EntryPtr e, const std::string& name) {
+  void header(ArchiveEntryPtr e, const std::string& name) {
     if (archive_write_header(a_.get(), e.get()) < ARCHIVE_WARN)
       rethrow_or_fail(a_.get(), sink_, "tar header " + name);
   }
 
   ByteFn fn_;
   CallbackSink sink_;
-  WritePtr a_;
+  ArchiveWritePtr a_;
 };
 
 // Writes one blob's data, applying its flip/cut.
@@ -656,13 +615,13 @@ std::string tar_of(
   for (const auto& f : files) capacity += f.second.size() + 4 * kTarHeader;
   std::string buf(capacity, '\0');
   std::size_t used = 0;
-  WritePtr a(archive_write_new());
+  ArchiveWritePtr a(archive_write_new());
   archive_write_set_format_pax_restricted(a.get());
   if (archive_write_open_memory(a.get(), buf.data(), buf.size(), &used) !=
       ARCHIVE_OK)
     throw std::runtime_error("tar_of: cannot open the buffer");
   for (const auto& [name, data] : files) {
-    EntryPtr e(archive_entry_new());
+    ArchiveEntryPtr e(archive_entry_new());
     archive_entry_set_pathname(e.get(), name.c_str());
     archive_entry_set_filetype(e.get(), AE_IFREG);
     archive_entry_set_perm(e.get(), 0644);

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpunode/journal.hpp"
+#include "gpunode/digest.hpp"
 #include "oci_builder.hpp"
 
 namespace gpunode::test {

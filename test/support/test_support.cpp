@@ -16,7 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "gpunode/journal.hpp"
+#include "gpunode/digest.hpp"
 #include "proc_table.hpp"
 
 extern char** environ;

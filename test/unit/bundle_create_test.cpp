@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "gpunode/bundle.hpp"
-#include "gpunode/journal.hpp"
+#include "gpunode/digest.hpp"
+#include "gpunode/utc_time.hpp"
 #include "oci_builder.hpp"
 #include "test_support.hpp"
 

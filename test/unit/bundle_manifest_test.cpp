@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "gpunode/bundle.hpp"
-#include "gpunode/journal.hpp"
+#include "gpunode/digest.hpp"
 
 using namespace gpunode;
 using namespace gpunode::bundle;

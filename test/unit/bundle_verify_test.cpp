@@ -12,8 +12,8 @@
 #include <fstream>
 
 #include "gpunode/bundle.hpp"
+#include "gpunode/digest.hpp"
 #include "gpunode/interrupt.hpp"
-#include "gpunode/journal.hpp"
 #include "test_support.hpp"
 
 using namespace gpunode;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "containerd/containerd_config.hpp"
-#include "gpunode/journal.hpp"
+#include "gpunode/digest.hpp"
 #include "gpunode/stage.hpp"
 #include "gpunode/system_host.hpp"
 #include "stages/stages.hpp"

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "gpunode/digest.hpp"
 #include "gpunode/image_archive.hpp"
-#include "gpunode/journal.hpp"
 #include "oci_builder.hpp"
 
 namespace gpunode {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "gpunode/digest.hpp"
 #include "gpunode/image_archive.hpp"
 #include "gpunode/interrupt.hpp"
-#include "gpunode/journal.hpp"
 #include "oci_docs.hpp"
 
 namespace gpunode {

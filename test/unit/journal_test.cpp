@@ -75,11 +75,6 @@ TEST_CASE("a journal that is a directory is reported, not a crash",
   CHECK_THAT(*loaded.warning, Catch::Contains("directory"));
 }
 
-TEST_CASE("sha256_hex matches the known digest of 'abc'", "[journal]") {
-  CHECK(sha256_hex("abc") ==
-        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-}
-
 TEST_CASE("a journal message with bytes that are not UTF-8 is saved",
           "[journal]") {
   // Stage messages quote what tools printed (nvidia-smi's garbage): saving

@@ -16,7 +16,8 @@
 #include <vector>
 
 #include "containerd_fixture.hpp"
-#include "gpunode/journal.hpp"
+#include "gpunode/archive_handles.hpp"
+#include "gpunode/digest.hpp"
 #include "gpunode/system_host.hpp"
 #include "test_support.hpp"
 
@@ -34,14 +35,10 @@ struct Entry {
   std::string symlink, hardlink;
 };
 
-struct ReadDeleter {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
-
 // Every entry of a (possibly compressed) tar, in memory. Throws on a read
 // error, with libarchive's message.
 std::map<std::string, Entry> read_archive(const std::string& path) {
-  std::unique_ptr<archive, ReadDeleter> a(archive_read_new());
+  ArchiveReadPtr a(archive_read_new());
   archive_read_support_filter_all(a.get());
   archive_read_support_format_tar(a.get());
   if (archive_read_open_filename(a.get(), path.c_str(), 65536) != ARCHIVE_OK)

@@ -5,7 +5,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <openssl/evp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "gpunode/digest.hpp"
 #include "gpunode/image_archive.hpp"
 #include "test_support.hpp"
 
@@ -28,16 +28,7 @@ using gpunode::test::TempDir;
 namespace {
 
 std::string sha256(const std::string& d) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  EVP_Digest(d.data(), d.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* kHex = "0123456789abcdef";
-  std::string out = "sha256:";
-  for (unsigned i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
+  return "sha256:" + gpunode::sha256_hex(d);
 }
 
 struct Request {
@@ -289,4 +280,43 @@ TEST_CASE(
           "bytes=" + std::to_string(layer.size() - layer.size() / 2) + "-";
   }
   CHECK(resumed);
+}
+
+TEST_CASE(
+    "a registry's Retry-After is waited for, and one past the deadline ends "
+    "the pull as a timeout at once",
+    "[registry]") {
+  using Clock = std::chrono::steady_clock;
+  std::mutex mu;
+  std::vector<Clock::time_point> at;
+  std::string retry_after = "1";
+  ScriptedServer server([&](const Request&) -> std::string {
+    std::lock_guard<std::mutex> l(mu);
+    at.push_back(Clock::now());
+    if (at.size() == 1)
+      return response(429, "slow down", "Retry-After: " + retry_after + "\r\n");
+    return response(404, R"({"errors":[{"code":"MANIFEST_UNKNOWN"}]})");
+  });
+  TempDir tmp;
+  PullOptions o;
+  o.ref = server.host() + "/nvidia/k8s-device-plugin:v0.19.3";
+  o.out_path = tmp.path() + "/image.tar";
+  o.insecure_http = true;
+  auto first = pull_to_oci_archive(o);
+  REQUIRE_FALSE(first);
+  CHECK_THAT(first.error().message, Catch::Contains("MANIFEST_UNKNOWN"));
+  REQUIRE(at.size() == 2);
+  // The server's 1 s, not the first backoff (0.5 s).
+  CHECK(at[1] - at[0] >= std::chrono::milliseconds(1000));
+
+  at.clear();
+  retry_after = "3600";
+  o.timeout = std::chrono::seconds(5);
+  const auto start = Clock::now();
+  auto second = pull_to_oci_archive(o);
+  REQUIRE_FALSE(second);
+  CHECK(second.error().exit == gpunode::ExitCode::kTimeout);
+  CHECK_THAT(second.error().message, Catch::Contains("took longer than 5 s"));
+  CHECK(at.size() == 1);
+  CHECK(Clock::now() - start < std::chrono::seconds(2));
 }

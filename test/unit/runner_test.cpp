@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
+#include "gpunode/digest.hpp"
 #include "gpunode/journal.hpp"
 #include "gpunode/run_lock.hpp"
 #include "test_support.hpp"

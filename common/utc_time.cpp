@@ -1,0 +1,17 @@
+// ISO 8601 UTC (include/gpunode/utc_time.hpp).
+#include "gpunode/utc_time.hpp"
+
+#include <ctime>
+
+namespace gpunode {
+
+std::string iso8601_utc(std::chrono::system_clock::time_point t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace gpunode
