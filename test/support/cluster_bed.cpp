@@ -36,7 +36,7 @@ Context& ClusterBed::context() {
     context_.reset(
         new Context{host_, opts, Facts{}, clock_.steady_now() + opts.timeout});
     // What the driver stage and kube/cluster.cpp would have found.
-    context_->facts.gpus = gpus_;
+    if (gpus_known_) context_->facts.gpus = gpus_;
     context_->facts.kube = kube_;
   }
   return *context_;

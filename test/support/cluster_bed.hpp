@@ -66,6 +66,10 @@ class ClusterBed {
   // same host and cluster.
   void new_run() { context_.reset(); }
 
+  // The driver stage's GPU count is not known to the run (it was skipped):
+  // the stages must find it themselves. Before the first context().
+  void gpus_unknown() { gpus_known_ = false; }
+
   // The device plugin as the plugin stage applies it for `opts`.
   RenderedPlugin rendered() const;
 
@@ -108,6 +112,7 @@ class ClusterBed {
   std::shared_ptr<FakeKubeClient> kube_;
   std::string node_ = "gpu-node-1";
   GpuInventory gpus_;
+  bool gpus_known_ = true;
   std::unique_ptr<Context> context_;
 };
 
