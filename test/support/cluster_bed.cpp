@@ -48,6 +48,12 @@ RenderedPlugin ClusterBed::rendered() const {
   return *r;
 }
 
+json ClusterBed::rendered_runtimeclass() {
+  auto r = render_runtimeclass();
+  REQUIRE(r);
+  return *r;
+}
+
 void ClusterBed::plugin_applied() {
   const RenderedPlugin r = rendered();
   kube_->put(daemonset_path(), r.daemonset);

@@ -72,6 +72,8 @@ class ClusterBed {
 
   // The device plugin as the plugin stage applies it for `opts`.
   RenderedPlugin rendered() const;
+  // The RuntimeClass as the runtimeclass stage applies it.
+  static kube::json rendered_runtimeclass();
 
   // --- whole cluster states ---
   // The DaemonSet (and the time-slicing ConfigMap) as gpunode applies them.
