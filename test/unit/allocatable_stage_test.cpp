@@ -592,7 +592,7 @@ TEST_CASE("allocatable apply: the deadline passes, naming the lowest layer",
   CHECK(ctx.deadline == deadline);
 }
 
-TEST_CASE("allocatable apply: a deleted node is no answer; none seen",
+TEST_CASE("allocatable apply: a deleted node is no answer, none seen",
           "[cluster-stage][allocatable]") {
   ClusterBed bed;
   bed.opts.timeout = std::chrono::seconds(5);

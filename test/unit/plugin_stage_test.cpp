@@ -64,7 +64,7 @@ TEST_CASE("plugin: the applied DaemonSet is satisfied and nothing is written",
   CHECK(bed.kube().unanswered().empty());
 }
 
-TEST_CASE("plugin: no DaemonSet -> create it; apply writes only it",
+TEST_CASE("plugin: no DaemonSet -> create it, apply writes only it",
           "[cluster-stage][plugin]") {
   ClusterBed bed;
   fresh(bed);
@@ -352,6 +352,19 @@ TEST_CASE("plugin: a cluster that cannot be asked is the cluster's problem",
     CHECK(c.exit == ExitCode::kUsage);
     CHECK_THAT(c.summary, Catch::Contains("not a valid Kubernetes node name"));
   }
+}
+
+TEST_CASE("plugin: manifests that cannot be had are the stage's own",
+          "[cluster-stage][plugin]") {
+  ClusterBed bed;
+  fresh(bed);
+  bed.opts.bundle = bed.opts.root + "/no-such-bundle";
+  bed.opts.insecure_skip_signature = true;
+  Check c = make_plugin_stage()->check(bed.context());
+  CHECK(c.status == CheckStatus::kBlocked);
+  CHECK(c.code == "plugin.manifest");
+  CHECK_THAT(c.summary, Catch::Contains("no-such-bundle"));
+  CHECK(bed.kube().writes().empty());
 }
 
 TEST_CASE("plugin: a refused write is apply's error, and stops it",

@@ -47,7 +47,7 @@ TEST_CASE("runtimeclass: an nvidia handler is satisfied, whoever made it",
   CHECK(bed.kube().writes().empty());
 }
 
-TEST_CASE("runtimeclass: a missing one is created; the rerun writes nothing",
+TEST_CASE("runtimeclass: a missing one is created, the rerun writes nothing",
           "[cluster-stage][runtimeclass]") {
   ClusterBed bed;
   bed.kube().put_absent(kPath);

@@ -73,6 +73,17 @@ TEST_CASE("smoke: asked for, it always runs", "[cluster-stage][smoke]") {
   CHECK(bed.kube().requests().empty());
 }
 
+TEST_CASE("smoke: manifests that cannot be had block it",
+          "[cluster-stage][smoke]") {
+  ClusterBed bed;
+  bed.opts.bundle = bed.opts.root + "/no-such-bundle";
+  bed.opts.insecure_skip_signature = true;
+  Check c = make_smoke_stage()->check(bed.context());
+  CHECK(c.status == CheckStatus::kBlocked);
+  CHECK(c.code == "smoke.render");
+  CHECK_THAT(c.summary, Catch::Contains("no-such-bundle"));
+}
+
 TEST_CASE("smoke: a renamed resource is what the Pod asks for",
           "[cluster-stage][smoke]") {
   ClusterBed bed;
@@ -83,7 +94,7 @@ TEST_CASE("smoke: a renamed resource is what the Pod asks for",
   CHECK_THAT(c.action, Catch::Contains("and nvidia.com/gpu.shared: 1,"));
 }
 
-TEST_CASE("smoke: a Pod that passes; the Pod is deleted, the stage satisfied",
+TEST_CASE("smoke: a Pod that passes is deleted and the stage satisfied",
           "[cluster-stage][smoke]") {
   ClusterBed bed;
   bed.kube().answer_watch(kPods, phases({"Pending", "Running", "Succeeded"}));
