@@ -31,6 +31,17 @@ ClusterBed::ClusterBed(int gpus)
   }
 }
 
+void ClusterBed::sharing(Variant variant, int replicas, bool rename_shared) {
+  opts.variant = variant;
+  opts.replicas = replicas;
+  opts.rename_shared = rename_shared;
+}
+
+void ClusterBed::bundle_unusable() {
+  opts.bundle = tmp_.path() + "/no-such-bundle";
+  opts.insecure_skip_signature = true;
+}
+
 Context& ClusterBed::context() {
   if (!context_) {
     context_.reset(
@@ -109,6 +120,12 @@ void ClusterBed::events_about(
 
 void ClusterBed::pod_log(const std::string& pod, const std::string& text) {
   kube_->answer_text(pod_log_path(pod), text);
+}
+
+void ClusterBed::pod_log_unreadable(const std::string& pod) {
+  kube_->answer_status(KubeVerb::kGetText, pod_log_path(pod), 400,
+                       "container \"nvidia-device-plugin-ctr\" in pod \"" +
+                           pod + "\" is waiting to start");
 }
 
 json ClusterBed::node_object(

@@ -66,6 +66,13 @@ class ClusterBed {
   // same host and cluster.
   void new_run() { context_.reset(); }
 
+  // The device plugin's sharing settings (--variant, --replicas,
+  // --rename-shared). Before the first context().
+  void sharing(Variant variant, int replicas = 1, bool rename_shared = false);
+  // --bundle naming a folder that is not there (signature checks off, so
+  // it is the bundle itself that fails). Before the first context().
+  void bundle_unusable();
+
   // The driver stage's GPU count is not known to the run (it was skipped):
   // the stages must find it themselves. Before the first context().
   void gpus_unknown() { gpus_known_ = false; }
@@ -93,6 +100,8 @@ class ClusterBed {
                     const std::vector<std::pair<std::string, std::string>>&
                         reason_and_message);
   void pod_log(const std::string& pod, const std::string& text);
+  // The log cannot be read (the container never started: a 400).
+  void pod_log_unreadable(const std::string& pod);
 
   // --- objects and paths ---
   kube::json node_object(

@@ -114,6 +114,17 @@ void FakeKubeClient::answer_error(KubeVerb verb, const std::string& path,
   set_canned(verb, path, std::move(error));
 }
 
+void FakeKubeClient::answer_status(KubeVerb verb, const std::string& path,
+                                   int http_status,
+                                   const std::string& message) {
+  answer_error(verb, path, status_error(verb, path, http_status, message));
+}
+
+void FakeKubeClient::answer_unreachable(KubeVerb verb,
+                                        const std::string& path) {
+  answer_error(verb, path, connection_error(verb, path));
+}
+
 void FakeKubeClient::answer_list(const std::string& path,
                                  std::vector<json> items) {
   answer(KubeVerb::kList, path,

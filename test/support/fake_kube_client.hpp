@@ -86,6 +86,11 @@ class FakeKubeClient : public kube::Client {
   // GET: nullopt; DELETE: false (a 404).
   void answer_absent(KubeVerb verb, const std::string& path);
   void answer_error(KubeVerb verb, const std::string& path, Error error);
+  // answer_error() with status_error() / connection_error() for the same
+  // verb and path.
+  void answer_status(KubeVerb verb, const std::string& path, int http_status,
+                     const std::string& message);
+  void answer_unreachable(KubeVerb verb, const std::string& path);
   // LIST: a List object holding `items`.
   void answer_list(const std::string& path, std::vector<kube::json> items);
   void answer_text(const std::string& path, std::string text);

@@ -67,8 +67,7 @@ WatchStream node_stream(ClusterBed& bed, std::vector<long long> counts,
 TEST_CASE("allocatable: GPUs x replicas advertised by current pods: satisfied",
           "[cluster-stage][allocatable]") {
   ClusterBed bed(2);
-  bed.opts.variant = Variant::kTimeSlicing;
-  bed.opts.replicas = 4;
+  bed.sharing(Variant::kTimeSlicing, 4);
   healthy(bed, 8);
   Check c = check(bed);
   CHECK(c.status == CheckStatus::kSatisfied);
@@ -83,9 +82,7 @@ TEST_CASE("allocatable: GPUs x replicas advertised by current pods: satisfied",
 TEST_CASE("allocatable: a renamed resource is satisfied with the settings",
           "[cluster-stage][allocatable]") {
   ClusterBed bed;
-  bed.opts.variant = Variant::kTimeSlicing;
-  bed.opts.replicas = 2;
-  bed.opts.rename_shared = true;
+  bed.sharing(Variant::kTimeSlicing, 2, true);
   bed.plugin_applied();
   bed.node_advertises({{kShared, 2}});
   bed.plugin_pods({PluginPod{}});
@@ -132,20 +129,16 @@ TEST_CASE("allocatable: what stops the check before it can count",
   ClusterBed bed;
   healthy(bed, 1);
   SECTION("the API server fails: the cluster's code") {
-    bed.kube().answer_error(
-        KubeVerb::kGet, bed.node_path(),
-        FakeKubeClient::status_error(KubeVerb::kGet, bed.node_path(), 500,
-                                     "etcdserver: request timed out"));
+    bed.kube().answer_status(KubeVerb::kGet, bed.node_path(), 500,
+                             "etcdserver: request timed out");
     Check c = check(bed);
     CHECK(c.status == CheckStatus::kBlocked);
     CHECK(c.code == kClusterConnectionCode);
     CHECK_THAT(c.summary, Catch::Contains("etcdserver: request timed out"));
   }
   SECTION("listing the pods is forbidden: the cluster's code") {
-    bed.kube().answer_error(
-        KubeVerb::kList, bed.plugin_pods_path(),
-        FakeKubeClient::status_error(KubeVerb::kList, bed.plugin_pods_path(),
-                                     403, "pods is forbidden"));
+    bed.kube().answer_status(KubeVerb::kList, bed.plugin_pods_path(), 403,
+                             "pods is forbidden");
     Check c = check(bed);
     CHECK(c.status == CheckStatus::kBlocked);
     CHECK(c.code == kClusterConnectionCode);
@@ -191,10 +184,8 @@ TEST_CASE("allocatable diagnosis: reading the DaemonSet fails -> cluster",
           "[cluster-stage][allocatable][diagnosis]") {
   ClusterBed bed;
   healthy(bed, 0);
-  bed.kube().answer_error(
-      KubeVerb::kGet, daemonset_path(),
-      FakeKubeClient::status_error(KubeVerb::kGet, daemonset_path(), 403,
-                                   "daemonsets is forbidden"));
+  bed.kube().answer_status(KubeVerb::kGet, daemonset_path(), 403,
+                           "daemonsets is forbidden");
   Check c = waiting(bed);
   CHECK_THAT(c.cause, Catch::StartsWith("cluster: GET " + daemonset_path()) &&
                           Catch::Contains("daemonsets is forbidden (403"));
@@ -340,11 +331,7 @@ TEST_CASE("allocatable diagnosis: crash-looping -> plugin, with its log",
                Catch::EndsWith("fix: kubectl -n kube-system logs " + kPod));
   }
   SECTION("no log to read") {
-    bed.kube().answer_error(
-        KubeVerb::kGetText, ClusterBed::pod_log_path(kPod),
-        FakeKubeClient::status_error(KubeVerb::kGetText,
-                                     ClusterBed::pod_log_path(kPod), 400,
-                                     "container is waiting to start"));
+    bed.pod_log_unreadable(kPod);
     Check c = waiting(bed);
     CHECK(c.cause == "plugin: plugin pod " + kPod + " is crash-looping");
   }
@@ -406,9 +393,7 @@ TEST_CASE("allocatable diagnosis: the other resource name advertised -> plugin",
                                              "--rename-shared setting"));
   }
   SECTION("nvidia.com/gpu where nvidia.com/gpu.shared is wanted") {
-    bed.opts.variant = Variant::kTimeSlicing;
-    bed.opts.replicas = 2;
-    bed.opts.rename_shared = true;
+    bed.sharing(Variant::kTimeSlicing, 2, true);
     healthy(bed, 2);  // nvidia.com/gpu: 2
     Check c = waiting(bed);
     CHECK_THAT(c.cause,
@@ -461,10 +446,8 @@ TEST_CASE("allocatable diagnosis: running but advertising nothing",
                Catch::EndsWith("fix: kubectl -n kube-system logs " + kPod));
   }
   SECTION("no log -> plugin") {
-    bed.kube().answer_error(
-        KubeVerb::kGetText, ClusterBed::pod_log_path(kPod),
-        FakeKubeClient::connection_error(KubeVerb::kGetText,
-                                         ClusterBed::pod_log_path(kPod)));
+    bed.kube().answer_unreachable(KubeVerb::kGetText,
+                                  ClusterBed::pod_log_path(kPod));
     Check c = waiting(bed);
     CHECK(c.cause ==
           "plugin: plugin pod " + kPod + " runs but advertises no GPU");

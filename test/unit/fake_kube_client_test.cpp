@@ -80,9 +80,7 @@ TEST_CASE("FakeKubeClient: the store behaves as the API server would",
     auto got = f.kube.get(kPath, f.deadline);
     REQUIRE(got);
     CHECK_FALSE(*got);
-    f.kube.answer_error(
-        KubeVerb::kGet, kPath,
-        FakeKubeClient::status_error(KubeVerb::kGet, kPath, 403, "no"));
+    f.kube.answer_status(KubeVerb::kGet, kPath, 403, "no");
     got = f.kube.get(kPath, f.deadline);
     REQUIRE_FALSE(got);
     CHECK(got.error().status == 403);

@@ -112,8 +112,7 @@ TEST_CASE("plugin: a DaemonSet that differs is updated, naming the field",
 TEST_CASE("plugin: time-slicing creates the ConfigMap before the DaemonSet",
           "[cluster-stage][plugin]") {
   ClusterBed bed;
-  bed.opts.variant = Variant::kTimeSlicing;
-  bed.opts.replicas = 4;
+  bed.sharing(Variant::kTimeSlicing, 4);
   fresh(bed);
   auto stage = make_plugin_stage();
   Check c = stage->check(bed.context());
@@ -137,12 +136,11 @@ TEST_CASE("plugin: time-slicing creates the ConfigMap before the DaemonSet",
 TEST_CASE("plugin: new replicas update the ConfigMap and the DaemonSet",
           "[cluster-stage][plugin]") {
   ClusterBed bed;
-  bed.opts.variant = Variant::kTimeSlicing;
-  bed.opts.replicas = 2;
+  bed.sharing(Variant::kTimeSlicing, 2);
   bed.plugin_applied();
   bed.other_daemonsets({});
   bed.node_advertises({{"nvidia.com/gpu", 2}});
-  bed.opts.replicas = 4;
+  bed.sharing(Variant::kTimeSlicing, 4);
   auto stage = make_plugin_stage();
   Check c = stage->check(bed.context());
   CHECK(c.status == CheckStatus::kNeeded);
@@ -162,13 +160,11 @@ TEST_CASE("plugin: new replicas update the ConfigMap and the DaemonSet",
 TEST_CASE("plugin: after a switch to default the stale ConfigMap is deleted",
           "[cluster-stage][plugin]") {
   ClusterBed bed;
-  bed.opts.variant = Variant::kTimeSlicing;
-  bed.opts.replicas = 4;
+  bed.sharing(Variant::kTimeSlicing, 4);
   bed.plugin_applied();
   bed.other_daemonsets({});
   bed.node_advertises({{"nvidia.com/gpu", 4}});
-  bed.opts.variant = Variant::kDefault;
-  bed.opts.replicas = 1;
+  bed.sharing(Variant::kDefault);
   auto stage = make_plugin_stage();
   Check c = stage->check(bed.context());
   CHECK(c.status == CheckStatus::kNeeded);
@@ -299,9 +295,7 @@ TEST_CASE("plugin: a resource the new plugin will not advertise is warned of",
 TEST_CASE("plugin: a renamed resource names the platform's settings",
           "[cluster-stage][plugin]") {
   ClusterBed bed;
-  bed.opts.variant = Variant::kTimeSlicing;
-  bed.opts.replicas = 2;
-  bed.opts.rename_shared = true;
+  bed.sharing(Variant::kTimeSlicing, 2, true);
   bed.plugin_applied();
   bed.other_daemonsets({});
   Check c = make_plugin_stage()->check(bed.context());
@@ -318,9 +312,7 @@ TEST_CASE("plugin: a cluster that cannot be asked is the cluster's problem",
   ClusterBed bed;
   fresh(bed);
   SECTION("not listening: reported once, later stages told at once") {
-    bed.kube().answer_error(KubeVerb::kList, "/apis/apps/v1/daemonsets",
-                            test::FakeKubeClient::connection_error(
-                                KubeVerb::kList, "/apis/apps/v1/daemonsets"));
+    bed.kube().answer_unreachable(KubeVerb::kList, "/apis/apps/v1/daemonsets");
     Check c = make_plugin_stage()->check(bed.context());
     CHECK(c.status == CheckStatus::kBlocked);
     CHECK(c.code == kClusterConnectionCode);
@@ -332,10 +324,8 @@ TEST_CASE("plugin: a cluster that cannot be asked is the cluster's problem",
     CHECK(bed.kube().requests().empty());
   }
   SECTION("forbidden: the cluster's code, and the cluster is asked again") {
-    bed.kube().answer_error(
-        KubeVerb::kGet, daemonset_path(),
-        test::FakeKubeClient::status_error(KubeVerb::kGet, daemonset_path(),
-                                           403, "daemonsets is forbidden"));
+    bed.kube().answer_status(KubeVerb::kGet, daemonset_path(), 403,
+                             "daemonsets is forbidden");
     Check c = make_plugin_stage()->check(bed.context());
     CHECK(c.status == CheckStatus::kBlocked);
     CHECK(c.code == kClusterConnectionCode);
@@ -358,8 +348,7 @@ TEST_CASE("plugin: manifests that cannot be had are the stage's own",
           "[cluster-stage][plugin]") {
   ClusterBed bed;
   fresh(bed);
-  bed.opts.bundle = bed.opts.root + "/no-such-bundle";
-  bed.opts.insecure_skip_signature = true;
+  bed.bundle_unusable();
   Check c = make_plugin_stage()->check(bed.context());
   CHECK(c.status == CheckStatus::kBlocked);
   CHECK(c.code == "plugin.manifest");
@@ -370,13 +359,10 @@ TEST_CASE("plugin: manifests that cannot be had are the stage's own",
 TEST_CASE("plugin: a refused write is apply's error, and stops it",
           "[cluster-stage][plugin]") {
   ClusterBed bed;
-  bed.opts.variant = Variant::kTimeSlicing;
-  bed.opts.replicas = 2;
+  bed.sharing(Variant::kTimeSlicing, 2);
   fresh(bed);
-  bed.kube().answer_error(
-      KubeVerb::kApply, configmap_path(),
-      test::FakeKubeClient::status_error(KubeVerb::kApply, configmap_path(),
-                                         422, "ConfigMap is invalid"));
+  bed.kube().answer_status(KubeVerb::kApply, configmap_path(), 422,
+                           "ConfigMap is invalid");
   auto stage = make_plugin_stage();
   Check c = stage->check(bed.context());
   auto applied = stage->apply(bed.context(), c);

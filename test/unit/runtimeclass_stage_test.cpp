@@ -101,11 +101,9 @@ TEST_CASE("runtimeclass: cluster errors are the cluster's",
 TEST_CASE("runtimeclass: a refused apply is returned",
           "[cluster-stage][runtimeclass]") {
   ClusterBed bed;
-  bed.kube().answer_error(
-      KubeVerb::kApply, kPath,
-      FakeKubeClient::status_error(KubeVerb::kApply, kPath, 422,
-                                   "RuntimeClass.node.k8s.io \"nvidia\" is "
-                                   "invalid"));
+  bed.kube().answer_status(KubeVerb::kApply, kPath, 422,
+                           "RuntimeClass.node.k8s.io \"nvidia\" is "
+                           "invalid");
   auto applied = make_runtimeclass_stage()->apply(bed.context(), Check{});
   REQUIRE_FALSE(applied);
   CHECK_THAT(applied.error().message,

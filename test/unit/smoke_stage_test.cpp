@@ -76,8 +76,7 @@ TEST_CASE("smoke: asked for, it always runs", "[cluster-stage][smoke]") {
 TEST_CASE("smoke: manifests that cannot be had block it",
           "[cluster-stage][smoke]") {
   ClusterBed bed;
-  bed.opts.bundle = bed.opts.root + "/no-such-bundle";
-  bed.opts.insecure_skip_signature = true;
+  bed.bundle_unusable();
   Check c = make_smoke_stage()->check(bed.context());
   CHECK(c.status == CheckStatus::kBlocked);
   CHECK(c.code == "smoke.render");
@@ -87,9 +86,7 @@ TEST_CASE("smoke: manifests that cannot be had block it",
 TEST_CASE("smoke: a renamed resource is what the Pod asks for",
           "[cluster-stage][smoke]") {
   ClusterBed bed;
-  bed.opts.variant = Variant::kTimeSlicing;
-  bed.opts.replicas = 2;
-  bed.opts.rename_shared = true;
+  bed.sharing(Variant::kTimeSlicing, 2, true);
   Check c = make_smoke_stage()->check(bed.context());
   CHECK_THAT(c.action, Catch::Contains("and nvidia.com/gpu.shared: 1,"));
 }
@@ -182,10 +179,7 @@ TEST_CASE("smoke: a Pod that fails is reported, and still deleted",
     CHECK(del.deadline == bed.clock().steady_now() + std::chrono::seconds(10));
   }
   SECTION("the watch refused") {
-    bed.kube().answer_error(
-        KubeVerb::kWatch, kPods,
-        FakeKubeClient::status_error(KubeVerb::kWatch, kPods, 403,
-                                     "pods is forbidden"));
+    bed.kube().answer_status(KubeVerb::kWatch, kPods, 403, "pods is forbidden");
     bed.kube().answer_text(kPods + "/*/log", "");
     auto applied = stage->apply(bed.context(), Check{});
     REQUIRE_FALSE(applied);
@@ -202,10 +196,8 @@ TEST_CASE("smoke: a Pod that fails is reported, and still deleted",
 TEST_CASE("smoke: a Pod that cannot be created: nothing to delete",
           "[cluster-stage][smoke]") {
   ClusterBed bed;
-  bed.kube().answer_error(
-      KubeVerb::kCreate, kPods,
-      FakeKubeClient::status_error(KubeVerb::kCreate, kPods, 403,
-                                   "pods is forbidden: exceeded quota"));
+  bed.kube().answer_status(KubeVerb::kCreate, kPods, 403,
+                           "pods is forbidden: exceeded quota");
   auto applied = make_smoke_stage()->apply(bed.context(), Check{});
   REQUIRE_FALSE(applied);
   CHECK_THAT(applied.error().message,
