@@ -614,6 +614,38 @@ TEST_CASE("allocatable apply: the deadline with nothing to blame",
         "kubectl -n kube-system describe pods -l name=nvidia-device-plugin-ds");
 }
 
+TEST_CASE("allocatable apply: pods that cannot be listed are the diagnosis",
+          "[cluster-stage][allocatable][diagnosis]") {
+  // Only the apply reaches this branch: the check lists the pods before
+  // it diagnoses, and is blocked when it cannot.
+  ClusterBed bed;
+  bed.opts.timeout = std::chrono::seconds(5);
+  healthy(bed, 0);
+  bed.kube().answer_status(KubeVerb::kList, bed.plugin_pods_path(), 503,
+                           "the server is currently unable to handle the "
+                           "request");
+  bed.kube().answer_watch("/api/v1/nodes", node_stream(bed, {0}));
+  auto applied = make_allocatable_stage()->apply(bed.context(), Check{});
+  REQUIRE_FALSE(applied);
+  CHECK(applied.error().exit == ExitCode::kTimeout);
+  CHECK_THAT(applied.error().message,
+             Catch::Contains("(it advertises 0); lowest broken layer: "
+                             "[cluster] GET /api/v1/namespaces/kube-system/"
+                             "pods: the server is currently unable"));
+}
+
+TEST_CASE("allocatable apply: without a GPU count it does not wait",
+          "[cluster-stage][allocatable]") {
+  ClusterBed bed;
+  bed.gpus_unknown();
+  auto applied = make_allocatable_stage()->apply(bed.context(), Check{});
+  REQUIRE_FALSE(applied);
+  CHECK(applied.error().layer == "allocatable");
+  CHECK_THAT(applied.error().message,
+             Catch::StartsWith("cannot tell how many GPUs to expect"));
+  CHECK(bed.kube().requests().empty());
+}
+
 TEST_CASE("allocatable apply: what ends the wait early is returned as is",
           "[cluster-stage][allocatable]") {
   ClusterBed bed;

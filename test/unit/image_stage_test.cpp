@@ -208,6 +208,30 @@ TEST_CASE("image: with an archive, what containerd lacks is imported",
   }
 }
 
+TEST_CASE("image: a docker archive is compared by its config digest",
+          "[cluster-stage][image]") {
+  // ctr writes a manifest of its own for a docker archive: containerd's
+  // record digest is that manifest's; its config is the shared identity.
+  ImageBed t;
+  const test::BuiltImage built = t.archive(test::ArchiveFormat::kDockerArchive);
+  t.holds(kDigest, kPinned);
+  const std::string content = ctr("content get " + kDigest);
+  SECTION("the same config: satisfied") {
+    t.bed.proc().script(
+        content, "{\"config\": {\"digest\": \"" + built.index_digest + "\"}}");
+    Check c = t.check();
+    CHECK(c.status == CheckStatus::kSatisfied);
+    CHECK(c.code == "image.ok");
+  }
+  SECTION("the manifest cannot be read: unreachable") {
+    t.bed.proc().script(content, "", 1);
+    Check c = t.check();
+    CHECK(c.status == CheckStatus::kBlocked);
+    CHECK(c.code == "image.containerd-unreachable");
+    CHECK_THAT(c.summary, Catch::Contains("k3s ctr content get failed"));
+  }
+}
+
 TEST_CASE("image: a damaged archive blocks before containerd is asked",
           "[cluster-stage][image]") {
   ImageBed t;
@@ -293,6 +317,47 @@ TEST_CASE("image: apply verifies, imports, confirms and pins",
                                "(incomplete (1/2)); the record was removed"));
     CHECK(t.bed.proc().calls().back() == rm);
   }
+}
+
+TEST_CASE("image: apply refuses a damaged archive before containerd sees it",
+          "[cluster-stage][image]") {
+  ImageBed t;
+  test::ImageSpec spec;
+  spec.ref_name = t.ref;
+  spec.platforms = {host_platform()};
+  t.bed.opts.image_archive =
+      test::build_image(t.dir.path() + "/dp.tar", spec,
+                        test::ArchiveFormat::kOciLayout,
+                        test::Compression::kNone, test::Damage::kCorruptLayer)
+          .path;
+  Check missing;
+  missing.code = "image.missing";
+  auto applied = make_image_stage()->apply(t.bed.context(), missing);
+  REQUIRE_FALSE(applied);
+  CHECK(applied.error().exit == ExitCode::kIntegrity);
+  CHECK(t.bed.proc().calls().empty());
+}
+
+TEST_CASE("image: a compressed archive is piped to ctr",
+          "[cluster-stage][image]") {
+  ImageBed t;
+  test::ImageSpec spec;
+  spec.ref_name = t.ref;
+  spec.platforms = {host_platform()};
+  const test::BuiltImage built = test::build_image(
+      t.dir.path() + "/dp.tar.gz", spec, test::ArchiveFormat::kOciLayout,
+      test::Compression::kGzip);
+  t.bed.opts.image_archive = built.path;
+  const std::string import =
+      ctr("images import --base-name nvcr.io/nvidia/k8s-device-plugin -");
+  t.bed.proc().script(import, "");
+  t.holds(built.index_digest, "-");
+  t.bed.proc().script(ctr("images label " + t.ref + " " + kPinned), "");
+  Check missing;
+  missing.code = "image.missing";
+  REQUIRE(make_image_stage()->apply(t.bed.context(), missing));
+  REQUIRE_FALSE(t.bed.proc().calls().empty());
+  CHECK(t.bed.proc().calls().front() == import);
 }
 
 }  // namespace gpunode

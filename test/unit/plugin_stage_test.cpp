@@ -232,6 +232,18 @@ TEST_CASE(
   CHECK(c.code == "plugin.ok");
 }
 
+TEST_CASE("plugin: our own DaemonSet in the list is not another plugin",
+          "[cluster-stage][plugin]") {
+  // The list of all DaemonSets holds ours too (its image is the plugin's).
+  ClusterBed bed;
+  bed.plugin_applied();
+  bed.kube().answer_list("/apis/apps/v1/daemonsets",
+                         {*bed.kube().stored(daemonset_path())});
+  Check c = make_plugin_stage()->check(bed.context());
+  CHECK(c.status == CheckStatus::kSatisfied);
+  CHECK(c.code == "plugin.ok");
+}
+
 TEST_CASE("plugin: --replace-existing deletes the other plugin, then applies",
           "[cluster-stage][plugin]") {
   ClusterBed bed;
@@ -290,6 +302,19 @@ TEST_CASE("plugin: a resource the new plugin will not advertise is warned of",
                  Catch::Contains("kubectl patch node gpu-node-1 "
                                  "--subresource=status") &&
                  Catch::Contains("/status/capacity/nvidia.com~1gpu.shared"));
+}
+
+TEST_CASE("plugin: a node not (yet) in the cluster leaves nothing to warn of",
+          "[cluster-stage][plugin]") {
+  ClusterBed bed;
+  bed.plugin_absent();
+  bed.other_daemonsets({});
+  bed.kube().put_absent(bed.node_path());
+  Check c = make_plugin_stage()->check(bed.context());
+  CHECK(c.status == CheckStatus::kNeeded);
+  CHECK(c.code == "plugin.apply");
+  CHECK(c.warnings.empty());
+  CHECK(bed.kube().count(KubeVerb::kGet, bed.node_path()) == 1);
 }
 
 TEST_CASE("plugin: a renamed resource names the platform's settings",
@@ -373,6 +398,23 @@ TEST_CASE("plugin: a refused write is apply's error, and stops it",
   // The DaemonSet is not applied over a config that did not land.
   CHECK(bed.kube().write_lines() ==
         std::vector<std::string>{apply_line(configmap_path())});
+}
+
+TEST_CASE("plugin: the other plugin that cannot be deleted stops the apply",
+          "[cluster-stage][plugin]") {
+  ClusterBed bed;
+  bed.opts.replace_existing = true;
+  fresh(bed);
+  bed.other_daemonsets({OtherPluginSet{}});
+  bed.kube().answer_status(KubeVerb::kDelete, kOtherPath, 403,
+                           "daemonsets.apps is forbidden");
+  auto applied = make_plugin_stage()->apply(bed.context(), Check{});
+  REQUIRE_FALSE(applied);
+  CHECK_THAT(applied.error().message,
+             Catch::StartsWith("DELETE " + kOtherPath));
+  // Ours is not applied beside a plugin still running.
+  CHECK(bed.kube().write_lines() ==
+        std::vector<std::string>{delete_line(kOtherPath)});
 }
 
 }  // namespace gpunode

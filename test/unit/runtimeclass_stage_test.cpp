@@ -110,4 +110,14 @@ TEST_CASE("runtimeclass: a refused apply is returned",
              Catch::StartsWith("PATCH " + kPath + ": RuntimeClass"));
 }
 
+TEST_CASE("runtimeclass: manifests that cannot be had write nothing",
+          "[cluster-stage][runtimeclass]") {
+  ClusterBed bed;
+  bed.bundle_unusable();
+  auto applied = make_runtimeclass_stage()->apply(bed.context(), Check{});
+  REQUIRE_FALSE(applied);
+  CHECK_THAT(applied.error().message, Catch::Contains("no-such-bundle"));
+  CHECK(bed.kube().requests().empty());
+}
+
 }  // namespace gpunode
