@@ -53,6 +53,11 @@ Context& ClusterBed::context() {
   return *context_;
 }
 
+void ClusterBed::cluster_down() {
+  context().facts.cluster_down =
+      FakeKubeClient::connection_error(KubeVerb::kList, "/api/v1/nodes");
+}
+
 RenderedPlugin ClusterBed::rendered() const {
   auto r = render_device_plugin(opts, opts.image_ref);
   REQUIRE(r);

@@ -73,6 +73,10 @@ class ClusterBed {
   // it is the bundle itself that fails). Before the first context().
   void bundle_unusable();
 
+  // As after a stage found the API server not answering (kube/cluster.cpp
+  // cluster_blocked): the stages after it are told at once.
+  void cluster_down();
+
   // The driver stage's GPU count is not known to the run (it was skipped):
   // the stages must find it themselves. Before the first context().
   void gpus_unknown() { gpus_known_ = false; }

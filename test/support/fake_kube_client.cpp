@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "kube/http.hpp"
-
 namespace gpunode::test {
 namespace {
 
@@ -155,10 +153,10 @@ Error FakeKubeClient::status_error(KubeVerb verb, const std::string& path,
                                   status.dump(), kEndpoint);
 }
 
-Error FakeKubeClient::connection_error(KubeVerb verb, const std::string& path) {
+Error FakeKubeClient::connection_error(KubeVerb verb, const std::string& path,
+                                       kube::detail::Failure kind) {
   return kube::detail::transport_error(
-      http_method(verb), path,
-      {kube::detail::Failure::kRefused, "Connection refused"}, kEndpoint);
+      http_method(verb), path, {kind, "scripted by the test"}, kEndpoint);
 }
 
 std::vector<KubeRequest> FakeKubeClient::writes() const {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "gpunode/kube.hpp"
+#include "kube/http.hpp"
 #include "test_support.hpp"
 
 namespace gpunode::test {
@@ -103,9 +104,11 @@ class FakeKubeClient : public kube::Client {
   // An HTTP Status error (kube::detail::http_error), e.g. 403, 404, 500.
   static Error status_error(KubeVerb verb, const std::string& path,
                             int http_status, const std::string& message);
-  // The API server not listening (kube::detail::transport_error, refused):
-  // layer "cluster", status 0.
-  static Error connection_error(KubeVerb verb, const std::string& path);
+  // No HTTP answer (kube::detail::transport_error), by default the API
+  // server not listening: layer "cluster", status 0.
+  static Error connection_error(
+      KubeVerb verb, const std::string& path,
+      kube::detail::Failure kind = kube::detail::Failure::kRefused);
 
   // --- what was asked ---
   const std::vector<KubeRequest>& requests() const { return requests_; }

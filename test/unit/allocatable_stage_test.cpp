@@ -111,6 +111,12 @@ TEST_CASE("allocatable: the node not in the cluster is invalid input",
           "cpu-node-2)");
     CHECK_THAT(c.fix, Catch::StartsWith("pass --node with the name"));
   }
+  SECTION("none to name") {
+    bed.node_missing({});
+    Check c = check(bed);
+    CHECK(c.code == "allocatable.no-node");
+    CHECK_THAT(c.summary, Catch::EndsWith("is not in the cluster"));
+  }
   SECTION("many are counted, --node named as the source") {
     bed.opts.node = "gpu-node-1";
     std::vector<std::string> many;
@@ -150,6 +156,12 @@ TEST_CASE("allocatable: what stops the check before it can count",
     CHECK(c.status == CheckStatus::kBlocked);
     CHECK(c.code == "allocatable.blocked");
     CHECK(c.exit == ExitCode::kUsage);
+  }
+  SECTION("manifests that cannot be had: the stage's own code") {
+    bed.bundle_unusable();
+    Check c = check(bed);
+    CHECK(c.code == "allocatable.blocked");
+    CHECK_THAT(c.summary, Catch::Contains("no-such-bundle"));
   }
   SECTION("the GPU count unknown: the driver layer's reason") {
     bed.gpus_unknown();
@@ -643,6 +655,16 @@ TEST_CASE("allocatable apply: without a GPU count it does not wait",
   CHECK(applied.error().layer == "allocatable");
   CHECK_THAT(applied.error().message,
              Catch::StartsWith("cannot tell how many GPUs to expect"));
+  CHECK(bed.kube().requests().empty());
+}
+
+TEST_CASE("allocatable apply: a cluster found down is not waited on",
+          "[cluster-stage][allocatable]") {
+  ClusterBed bed;
+  bed.cluster_down();
+  auto applied = make_allocatable_stage()->apply(bed.context(), Check{});
+  REQUIRE_FALSE(applied);
+  CHECK(applied.error().layer == "cluster");
   CHECK(bed.kube().requests().empty());
 }
 

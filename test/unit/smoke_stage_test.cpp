@@ -193,6 +193,16 @@ TEST_CASE("smoke: a Pod that fails is reported, and still deleted",
   CHECK(stage->check(bed.context()).status == CheckStatus::kNeeded);
 }
 
+TEST_CASE("smoke: no Pod without a cluster or manifests",
+          "[cluster-stage][smoke]") {
+  ClusterBed bed;
+  SECTION("the cluster found down") { bed.cluster_down(); }
+  SECTION("manifests that cannot be had") { bed.bundle_unusable(); }
+  auto applied = make_smoke_stage()->apply(bed.context(), Check{});
+  REQUIRE_FALSE(applied);
+  CHECK(bed.kube().requests().empty());
+}
+
 TEST_CASE("smoke: a Pod that cannot be created: nothing to delete",
           "[cluster-stage][smoke]") {
   ClusterBed bed;
