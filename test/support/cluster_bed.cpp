@@ -32,9 +32,9 @@ ClusterBed::ClusterBed(int gpus)
 }
 
 void ClusterBed::sharing(Variant variant, int replicas, bool rename_shared) {
-  opts.variant = variant;
-  opts.replicas = replicas;
-  opts.rename_shared = rename_shared;
+  opts.sharing.variant = variant;
+  opts.sharing.replicas = replicas;
+  opts.sharing.rename = rename_shared;
 }
 
 void ClusterBed::bundle_unusable() {
@@ -44,22 +44,24 @@ void ClusterBed::bundle_unusable() {
 
 Context& ClusterBed::context() {
   if (!context_) {
-    context_.reset(
-        new Context{host_, opts, Facts{}, clock_.steady_now() + opts.timeout});
-    // What the driver stage and kube/cluster.cpp would have found.
-    if (gpus_known_) context_->facts.gpus = gpus_;
-    context_->facts.kube = kube_;
+    // What the GPU probe and the cluster connection would have found.
+    KnownFacts known;
+    if (gpus_known_) known.gpus = gpus_;
+    known.cluster = kube_;
+    context_ = std::make_unique<Context>(host_, opts,
+                                         clock_.steady_now() + opts.timeout,
+                                         std::move(known), writes_);
   }
   return *context_;
 }
 
 void ClusterBed::cluster_down() {
-  context().facts.cluster_down =
-      FakeKubeClient::connection_error(KubeVerb::kList, "/api/v1/nodes");
+  context().mark_cluster_down(
+      FakeKubeClient::connection_error(KubeVerb::kList, "/api/v1/nodes"));
 }
 
-RenderedPlugin ClusterBed::rendered() const {
-  auto r = render_device_plugin(opts, opts.image_ref);
+DevicePluginPlan ClusterBed::rendered() const {
+  auto r = plan_device_plugin(opts.sharing, opts.image_ref);
   REQUIRE(r);
   return *r;
 }
@@ -71,7 +73,7 @@ json ClusterBed::rendered_runtimeclass() {
 }
 
 void ClusterBed::plugin_applied() {
-  const RenderedPlugin r = rendered();
+  const DevicePluginPlan r = rendered();
   kube_->put(daemonset_path(), r.daemonset);
   if (r.configmap) {
     kube_->put(configmap_path(), *r.configmap);

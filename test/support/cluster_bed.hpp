@@ -20,6 +20,7 @@
 #include "gpunode/stage.hpp"
 #include "gpunode/system_host.hpp"
 #include "kube/manifests.hpp"
+#include "plugin/device_plugin_plan.hpp"
 #include "scripted_runner.hpp"
 #include "test_support.hpp"
 
@@ -73,16 +74,19 @@ class ClusterBed {
   // it is the bundle itself that fails). Before the first context().
   void bundle_unusable();
 
-  // As after a stage found the API server not answering (kube/cluster.cpp
+  // As after a stage found the API server not answering (run/cluster_facts.cpp
   // cluster_blocked): the stages after it are told at once.
   void cluster_down();
 
   // The driver stage's GPU count is not known to the run (it was skipped):
   // the stages must find it themselves. Before the first context().
   void gpus_unknown() { gpus_known_ = false; }
+  // The cluster's writes go out as plan sends them (dryRun=All). Before
+  // the first context().
+  void dry_run_writes() { writes_ = ClusterWrites::kDryRun; }
 
   // The device plugin as the plugin stage applies it for `opts`.
-  RenderedPlugin rendered() const;
+  DevicePluginPlan rendered() const;
   // The RuntimeClass as the runtimeclass stage applies it.
   static kube::json rendered_runtimeclass();
 
@@ -129,6 +133,7 @@ class ClusterBed {
   GpuInventory gpus_;
   bool gpus_known_ = true;
   std::unique_ptr<Context> context_;
+  ClusterWrites writes_ = ClusterWrites::kReal;
 };
 
 }  // namespace gpunode::test

@@ -417,4 +417,26 @@ TEST_CASE("plugin: the other plugin that cannot be deleted stops the apply",
         std::vector<std::string>{delete_line(kOtherPath)});
 }
 
+TEST_CASE("plugin: in a plan's context apply's writes are all dryRun=All",
+          "[cluster-stage][plugin][dry-run]") {
+  ClusterBed bed;
+  bed.sharing(Variant::kTimeSlicing, 4);
+  bed.dry_run_writes();
+  fresh(bed);
+  auto stage = make_plugin_stage();
+  Check c = stage->check(bed.context());
+  REQUIRE(c.status == CheckStatus::kNeeded);
+  CHECK(c.facts["objects"]["create"] ==
+        kube::json::array(
+            {"ConfigMap kube-system/nvidia-device-plugin-config",
+             "DaemonSet kube-system/nvidia-device-plugin-daemonset"}));
+  CHECK(c.facts["plugin"]["replicas"] == 4);
+  REQUIRE(stage->apply(bed.context(), c));
+  CHECK(bed.kube().write_lines() ==
+        std::vector<std::string>{apply_line(configmap_path() + "?dryRun=All"),
+                                 apply_line(daemonset_path() + "?dryRun=All")});
+  // What a real apply would have stored is not there.
+  CHECK_FALSE(bed.kube().stored(daemonset_path()));
+}
+
 }  // namespace gpunode
