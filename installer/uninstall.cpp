@@ -9,13 +9,12 @@
 #include "kube/manifests.hpp"
 #include "plugin/device_plugin_plan.hpp"
 #include "run/cluster_facts.hpp"
-#include "stages/plugin_cluster.hpp"
 
 namespace gpunode {
 namespace {
 
 struct Owned {
-  const char* what;
+  std::string what;
   std::string path;
 };
 
@@ -48,28 +47,26 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
     report.warning(layer, text);
   if (!kube) return fail(kube.error());
   const std::vector<Owned> owned = {
-      {"DaemonSet kube-system/nvidia-device-plugin-daemonset",
-       daemonset_path()},
-      {"ConfigMap kube-system/nvidia-device-plugin-config", configmap_path()},
+      {daemonset_name(), daemonset_path()},
+      {configmap_name(), configmap_path()},
       {"RuntimeClass nvidia", "/apis/node.k8s.io/v1/runtimeclasses/nvidia"},
   };
   for (const auto& o : owned) {
     auto live = (*kube)->get(o.path, ctx.deadline);
     if (!live) return fail(live.error());
     if (!*live) {
-      report.info("uninstall", std::string(o.what) + ": not present");
+      report.info("uninstall", o.what + ": not present");
       continue;
     }
     const auto labels =
         (**live)["metadata"].value("labels", kube::json::object());
     if (labels.value(kManagedByLabel, "") != "gpunode") {
-      report.info("uninstall",
-                  std::string(o.what) + ": kept (not created by gpunode)");
+      report.info("uninstall", o.what + ": kept (not created by gpunode)");
       continue;
     }
     auto removed = (*kube)->remove(o.path, ctx.deadline);
     if (!removed) return fail(removed.error());
-    report.info("uninstall", std::string(o.what) + ": removed");
+    report.info("uninstall", o.what + ": removed");
     outcomes.push_back({o.what, "removed"});
   }
 

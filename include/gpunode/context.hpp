@@ -90,9 +90,8 @@ class Context {
   // The device plugin as this run wants it, rendered once.
   Result<const DevicePluginPlan*> plugin_plan();
 
-  // Found while getting a fact, not blocking: the runner reports each once,
-  // after the check that found it, as (layer, text).
-  void warn(std::string layer, std::string text);
+  // Found while getting a fact (the kubeconfig's), not blocking: the runner
+  // reports each once, after the check that found it, as (layer, text).
   std::vector<std::pair<std::string, std::string>> take_warnings();
 
  private:
@@ -104,17 +103,16 @@ class Context {
   };
   template <typename T, typename Make>
   Result<const T*> memo(Memo<T>& m, Make make);
+  // Keeps `client`, behind the dry-run client unless writes are real.
+  void adopt_cluster(std::shared_ptr<kube::Client> client);
 
-  KnownFacts known_;
   ClusterWrites writes_;
   std::shared_ptr<kube::Client> cluster_;
   std::optional<Error> cluster_error_;
-  bool cluster_tried_ = false;
   std::optional<Error> cluster_down_;
   Memo<std::string> node_;
   std::shared_ptr<const GpuProbe> gpu_probe_;
   Memo<VerifiedBundle> bundle_;
-  bool no_bundle_ = false;
   Memo<ManifestTexts> manifests_;
   Memo<DevicePluginPlan> plugin_plan_;
   std::vector<std::pair<std::string, std::string>> warnings_;

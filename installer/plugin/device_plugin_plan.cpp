@@ -57,6 +57,14 @@ std::string configmap_path() {
          "/configmaps/" + kPluginConfigMap;
 }
 
+std::string daemonset_name() {
+  return std::string("DaemonSet ") + kPluginNamespace + "/" + kPluginDaemonSet;
+}
+
+std::string configmap_name() {
+  return std::string("ConfigMap ") + kPluginNamespace + "/" + kPluginConfigMap;
+}
+
 Result<DevicePluginPlan> plan_device_plugin(const Sharing& sharing,
                                             const std::string& image,
                                             const ManifestTexts& texts) {

@@ -41,6 +41,10 @@ struct DevicePluginPlan {
 
 std::string daemonset_path();
 std::string configmap_path();
+// "DaemonSet kube-system/nvidia-device-plugin-daemonset", "ConfigMap ...":
+// how messages and plan's totals name them.
+std::string daemonset_name();
+std::string configmap_name();
 
 // The platform's device plugin manifest for `sharing`, with `image` as the
 // plugin container's image. Errors (ExitCode::kUsage, layer "plugin") name

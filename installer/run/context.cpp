@@ -14,18 +14,13 @@ namespace gpunode {
 Context::Context(Host& h, const Options& o,
                  std::chrono::steady_clock::time_point d, KnownFacts known,
                  ClusterWrites writes)
-    : host(h), opts(o), deadline(d), known_(std::move(known)), writes_(writes) {
-  if (known_.cluster) {
-    cluster_ = writes_ == ClusterWrites::kDryRun
-                   ? kube::make_dry_run_client(known_.cluster)
-                   : known_.cluster;
-    cluster_tried_ = true;
-  }
-  if (known_.node)
-    node_.value = std::make_shared<const std::string>(*known_.node);
-  if (known_.gpus) {
+    : host(h), opts(o), deadline(d), writes_(writes) {
+  if (known.cluster) adopt_cluster(std::move(known.cluster));
+  if (known.node)
+    node_.value = std::make_shared<const std::string>(*known.node);
+  if (known.gpus) {
     auto probe = std::make_shared<GpuProbe>();
-    probe->inventory = *known_.gpus;
+    probe->inventory = *known.gpus;
     gpu_probe_ = probe;
   }
 }
@@ -51,18 +46,20 @@ Result<const T*> Context::memo(Memo<T>& m, Make make) {
   return m.value.get();
 }
 
+void Context::adopt_cluster(std::shared_ptr<kube::Client> client) {
+  cluster_ = writes_ == ClusterWrites::kDryRun
+                 ? kube::make_dry_run_client(std::move(client))
+                 : std::move(client);
+}
+
 Result<kube::Client*> Context::cluster() {
   if (cluster_down_) return *cluster_down_;
-  if (!cluster_tried_) {
-    cluster_tried_ = true;
+  if (!cluster_ && !cluster_error_) {
     auto client = connect_cluster(host, opts, warnings_);
-    if (client) {
-      cluster_ = std::shared_ptr<kube::Client>(std::move(*client));
-      if (writes_ == ClusterWrites::kDryRun)
-        cluster_ = kube::make_dry_run_client(cluster_);
-    } else {
+    if (client)
+      adopt_cluster(std::shared_ptr<kube::Client>(std::move(*client)));
+    else
       cluster_error_ = client.error();
-    }
   }
   if (cluster_error_) return *cluster_error_;
   return cluster_.get();
@@ -112,10 +109,6 @@ Result<const DevicePluginPlan*> Context::plugin_plan() {
                   variant_name(opts.sharing.variant), opts.sharing.replicas);
     return plan_device_plugin(opts.sharing, opts.image_ref, **texts);
   });
-}
-
-void Context::warn(std::string layer, std::string text) {
-  warnings_.emplace_back(std::move(layer), std::move(text));
 }
 
 std::vector<std::pair<std::string, std::string>> Context::take_warnings() {

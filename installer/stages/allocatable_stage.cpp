@@ -24,13 +24,12 @@ constexpr milliseconds kDiagnosisTime = std::chrono::seconds(10);
 
 using Deadline = std::chrono::steady_clock::time_point;
 
+// This node's GPUs under the run's plan (Context::plugin_plan).
 struct Expectation {
   std::string node;
-  std::string resource;
+  const DevicePluginPlan* plan = nullptr;
   int gpus = 0;
-  int replicas = 1;
-  std::string config_hash;
-  long long count() const { return static_cast<long long>(gpus) * replicas; }
+  long long count() const { return plan->slots_for(gpus); }
 };
 
 std::optional<long long> advertised(const json& node,
@@ -74,22 +73,23 @@ class AllocatableStage : public Stage {
     }
     auto current = pods_current(**kube, *want, ctx.deadline);
     if (!current) return as_blocked(ctx, current.error());
-    const auto have = advertised(**node, want->resource);
-    const std::string wanted = want->resource + ": " +
+    const auto have = advertised(**node, want->plan->resource);
+    const std::string wanted = want->plan->resource + ": " +
                                std::to_string(want->count()) + " (" +
                                std::to_string(want->gpus) + " GPU x " +
-                               std::to_string(want->replicas) + ")";
+                               std::to_string(want->plan->replicas) + ")";
     if (have && *have == want->count() && *current) {
       Check c = satisfied("allocatable.ok",
                           "node " + want->node + " advertises " + wanted);
-      add_platform_settings(c, want->resource);
+      add_platform_settings(c, want->plan->resource);
       return c;
     }
-    Check c = needed("allocatable.waiting",
-                     "node " + want->node + " advertises " + want->resource +
-                         ": " + (have ? std::to_string(*have) : "none") +
-                         ", not yet " + std::to_string(want->count()),
-                     "wait until node " + want->node + " advertises " + wanted);
+    Check c =
+        needed("allocatable.waiting",
+               "node " + want->node + " advertises " + want->plan->resource +
+                   ": " + (have ? std::to_string(*have) : "none") +
+                   ", not yet " + std::to_string(want->count()),
+               "wait until node " + want->node + " advertises " + wanted);
     // Say now what stands in the way; `status` shows it, `install` waits.
     auto why = diagnose(ctx, **kube, *want, **node, ctx.deadline);
     if (why) {
@@ -117,7 +117,7 @@ class AllocatableStage : public Stage {
           [&](const std::string& type, const json& node) {
             if (type == "DELETED") return kube::WatchStep::kContinue;
             last_node = node;
-            const auto have = advertised(node, want->resource);
+            const auto have = advertised(node, want->plan->resource);
             if (!have || *have != want->count())
               return kube::WatchStep::kContinue;
             auto current = pods_current(**kube, *want, ctx.deadline);
@@ -140,11 +140,11 @@ class AllocatableStage : public Stage {
                         ctx.host.clock().steady_now() + kDiagnosisTime);
     const auto have = last_node.is_null()
                           ? std::nullopt
-                          : advertised(last_node, want->resource);
+                          : advertised(last_node, want->plan->resource);
     return Error{
         ExitCode::kTimeout, "allocatable",
-        "node " + want->node + " did not advertise " + want->resource + ": " +
-            std::to_string(want->count()) +
+        "node " + want->node + " did not advertise " + want->plan->resource +
+            ": " + std::to_string(want->count()) +
             " before the deadline (it advertises " +
             (have ? std::to_string(*have) : std::string("none")) + ")" +
             (why ? "; lowest broken layer: [" + why->layer + "] " + why->message
@@ -166,9 +166,7 @@ class AllocatableStage : public Stage {
     want.node = *node;
     auto plan = ctx.plugin_plan();
     if (!plan) return plan.error();
-    want.resource = (*plan)->resource;
-    want.replicas = (*plan)->replicas;
-    want.config_hash = (*plan)->config_hash;
+    want.plan = *plan;
     // What the driver layer counts, whether or not its stage ran.
     auto gpus = ctx.gpus();
     if (!gpus) {
@@ -197,7 +195,8 @@ class AllocatableStage : public Stage {
     for (const auto& pod : pods->value("items", json::array())) {
       const auto annotations =
           pod["metadata"].value("annotations", json::object());
-      if (annotations.value(kConfigHashAnnotation, "") == want.config_hash &&
+      if (annotations.value(kConfigHashAnnotation, "") ==
+              want.plan->config_hash &&
           pod["status"].value("phase", "") == "Running" &&
           !pod["metadata"].contains("deletionTimestamp")) {
         return true;
@@ -315,24 +314,24 @@ class AllocatableStage : public Stage {
     }
     // Absent and "0" mean the same here: nothing schedulable.
     const long long count =
-        node.is_null() ? 0 : advertised(node, want.resource).value_or(0);
-    const std::string other = want.resource == "nvidia.com/gpu"
-                                  ? "nvidia.com/gpu.shared"
-                                  : "nvidia.com/gpu";
+        node.is_null() ? 0 : advertised(node, want.plan->resource).value_or(0);
+    const std::string other =
+        want.plan->resource == kGpuResource ? kSharedGpuResource : kGpuResource;
     const long long other_count =
         node.is_null() ? 0 : advertised(node, other).value_or(0);
     if (count == 0 && other_count > 0) {
       return Diagnosis{
           "plugin",
           "node advertises " + other + ": " + std::to_string(other_count) +
-              " but not " + want.resource +
+              " but not " + want.plan->resource +
               ": workloads asking for one will not schedule (renameByDefault)",
           "use the same --rename-shared setting as the cluster's workloads "
           "(GEO_MLOPS_SERVING_GPU_RESOURCE)"};
     }
     const auto annotations =
         pod["metadata"].value("annotations", json::object());
-    if (annotations.value(kConfigHashAnnotation, "") != want.config_hash) {
+    if (annotations.value(kConfigHashAnnotation, "") !=
+        want.plan->config_hash) {
       return Diagnosis{"plugin",
                        "plugin pod " + pod_name +
                            " still runs the previous config (the plugin "

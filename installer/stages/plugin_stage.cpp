@@ -62,12 +62,6 @@ std::vector<std::string> stale_resources(
   return out;
 }
 
-// How plan's totals name the two objects.
-const std::string kConfigMapName =
-    std::string("ConfigMap ") + kPluginNamespace + "/" + kPluginConfigMap;
-const std::string kDaemonSetName =
-    std::string("DaemonSet ") + kPluginNamespace + "/" + kPluginDaemonSet;
-
 class PluginStage : public Stage {
  public:
   std::string_view name() const override { return "plugin"; }
@@ -124,39 +118,36 @@ class PluginStage : public Stage {
         left.push_back(std::move(w));
     }
     if (s.plan->configmap && !s.configmap_matches) {
-      objects[s.configmap_live ? "update" : "create"].push_back(kConfigMapName);
+      objects[s.configmap_live ? "update" : "create"].push_back(
+          configmap_name());
       actions.push_back(std::string(s.configmap_live ? "update" : "create") +
-                        " ConfigMap " + kPluginNamespace + "/" +
-                        kPluginConfigMap + " (" +
+                        " " + configmap_name() + " (" +
                         std::to_string(s.plan->replicas) + " replicas, " +
                         s.plan->resource + ")");
     }
     if (!s.daemonset_matches) {
-      objects[s.daemonset_live ? "update" : "create"].push_back(kDaemonSetName);
+      objects[s.daemonset_live ? "update" : "create"].push_back(
+          daemonset_name());
       actions.push_back(std::string(s.daemonset_live ? "update" : "create") +
-                        " DaemonSet " + kPluginNamespace + "/" +
-                        kPluginDaemonSet + " (" +
+                        " " + daemonset_name() + " (" +
                         variant_name(s.plan->sharing.variant) +
                         " variant; its pods restart with it)");
     }
     if (!s.plan->configmap && s.configmap_live) {
-      objects["delete"].push_back(kConfigMapName);
-      actions.push_back(std::string("delete the stale ConfigMap ") +
-                        kPluginNamespace + "/" + kPluginConfigMap +
+      objects["delete"].push_back(configmap_name());
+      actions.push_back("delete the stale " + configmap_name() +
                         " left by the time-slicing variant");
     }
     const std::string what =
         std::string(variant_name(s.plan->sharing.variant)) + " variant, " +
         std::to_string(s.plan->replicas) + " slot(s) per GPU as " +
         s.plan->resource;
-    Check c =
-        actions.empty()
-            ? satisfied("plugin.ok",
-                        std::string("DaemonSet ") + kPluginNamespace + "/" +
-                            kPluginDaemonSet + " is applied (" + what + ")")
-            : needed("plugin.apply",
-                     "the device plugin is not as wanted (" + what + ")",
-                     join(actions));
+    Check c = actions.empty()
+                  ? satisfied("plugin.ok",
+                              daemonset_name() + " is applied (" + what + ")")
+                  : needed("plugin.apply",
+                           "the device plugin is not as wanted (" + what + ")",
+                           join(actions));
     if (s.daemonset_live && !s.daemonset_matches) {
       c.details.push_back(
           "live DaemonSet: " +

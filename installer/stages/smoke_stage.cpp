@@ -7,7 +7,6 @@
 #include "kube/manifests.hpp"
 #include "plugin/device_plugin_plan.hpp"
 #include "run/cluster_facts.hpp"
-#include "stages/plugin_cluster.hpp"
 #include "stages/stages.hpp"
 
 namespace gpunode {
