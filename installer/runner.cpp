@@ -17,6 +17,7 @@
 #include "plan_totals.hpp"
 #include "plugin/manifest_texts.hpp"
 #include "run/cluster_facts.hpp"
+#include "run/host_role.hpp"
 
 namespace gpunode {
 namespace {
@@ -58,6 +59,21 @@ ExitCode worse(ExitCode a, ExitCode b) {
   return rank(b) > rank(a) ? b : a;
 }
 
+// Why a stage is not in this run's scope, for the skipped line.
+std::string scope_reason(Scope scope) {
+  switch (scope) {
+    case Scope::kNode:
+      return " (the node part: this host's layers and its own Node, with the "
+             "kubelet's identity)";
+    case Scope::kCluster:
+      return " (the cluster part: the cluster's objects; this host's layers "
+             "are each GPU node's own run)";
+    case Scope::kBoth:
+      return "";
+  }
+  return "";
+}
+
 std::string history_text(const StageRecord& rec,
                          const std::string& digest_now) {
   std::string text =
@@ -94,6 +110,16 @@ class Run {
     } else {
       journal_ = load_and_warn();
     }
+    // A run that is not a single node's whole job says which part it does.
+    if (ctx_.scope() != Scope::kBoth) {
+      report_.info("scope",
+                   std::string(ctx_.scope() == Scope::kNode
+                                   ? "the node part"
+                                   : "the cluster part") +
+                       " (--scope " + scope_name(ctx_.scope()) + ", k3s " +
+                       host_role_name(ctx_.host_role()) + "), as " +
+                       ctx_.kubeconfig());
+    }
     std::string blocked_at;
     std::size_t applied = 0;
     for (auto& stage : stages) {
@@ -102,6 +128,13 @@ class Run {
       if (interrupted() && exit_ != ExitCode::kInterrupted && mutating_) {
         stop_interrupted(name);
         blocked_at = name;
+      }
+      if (!stage->runs_in(ctx_.scope())) {
+        report_.skipped(name, std::string("not part of --scope ") +
+                                  scope_name(ctx_.scope()) +
+                                  scope_reason(ctx_.scope()));
+        outcomes_.push_back({name, "skipped"});
+        continue;
       }
       if (!blocked_at.empty()) {
         report_.skipped(name, "not checked: the lower layer '" + blocked_at +
@@ -125,7 +158,7 @@ class Run {
       const std::string started = iso8601_utc(host_.clock().now());
       Check c = stage->check(ctx_);
       if (previewing() && c.status == CheckStatus::kNeeded &&
-          stage->writes_only_cluster_objects())
+          stage->writes_only_cluster_objects(ctx_.scope()))
         c = dry_run(*stage, std::move(c));
       for (const auto& [layer, text] : ctx_.take_warnings())
         report_.warning(layer, text);
@@ -423,6 +456,11 @@ class Run {
       (void)save();
     }
     nlohmann::json extra = nlohmann::json::object();
+    // Which part this run did, on which kind of k3s host, with which
+    // credentials (README, "Roles on a cluster of many nodes").
+    extra["scope"] = scope_name(ctx_.scope());
+    extra["role"] = host_role_name(ctx_.host_role());
+    extra["kubeconfig"] = ctx_.kubeconfig();
     if (previewing() && !totals_.empty()) {
       report_.info("plan", totals_.human());
       extra["plan"] = totals_.to_json();

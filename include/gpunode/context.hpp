@@ -27,6 +27,8 @@ class Client;
 struct GpuProbe;          // gpu/gpu_probe.hpp
 struct ManifestTexts;     // plugin/manifest_texts.hpp
 struct DevicePluginPlan;  // plugin/device_plugin_plan.hpp
+struct LivePlugin;        // plugin/live_plugin.hpp
+enum class HostRole;      // run/host_role.hpp
 
 // A bundle that passed verification in this run: what the stages take from it.
 struct VerifiedBundle {
@@ -71,7 +73,17 @@ class Context {
   std::chrono::steady_clock::time_point deadline;
   std::chrono::milliseconds time_left() const;
 
-  // One API client per run, from --kubeconfig (run/cluster_facts.cpp).
+  // Which k3s role this host has (a k3s or k3s-agent unit), and so the
+  // scope this run does: --scope, else by the role (run/host_role.hpp).
+  HostRole host_role();
+  Scope scope();
+  // The kubeconfig this run uses: --kubeconfig, else the kubelet's for the
+  // node part alone, else k3s's admin one.
+  std::string kubeconfig();
+  // True for plan, --dry-run and status: every write goes out with dryRun.
+  bool previewing() const { return writes_ == ClusterWrites::kDryRun; }
+
+  // One API client per run, from kubeconfig() (run/cluster_facts.cpp).
   Result<kube::Client*> cluster();
   // The cluster cannot be reached at all: cluster() answers `e` from now
   // on, so later stages do not wait out the --timeout again.
@@ -87,7 +99,17 @@ class Context {
   Result<const VerifiedBundle*> bundle();
   // The manifests this run installs: the bundle's, else the built-in ones.
   Result<const ManifestTexts*> manifests();
-  // The device plugin as this run wants it, rendered once.
+  // The device plugin settings the cluster runs now (plugin/
+  // live_plugin.hpp): read with admin credentials from the DaemonSet, with
+  // the node's from its own plugin pod. Null when there is none (yet): that
+  // answer is not kept, since the node part waits for the pod to come.
+  Result<const LivePlugin*> live_plugin();
+  // The sharing this run wants: the flags' (and site settings'), except on
+  // a node-scope run that did not name any, which takes the cluster's.
+  Result<Sharing> sharing();
+  // The device plugin as this run wants it, rendered once. On a node-scope
+  // run, its config digest is the live config's: that is what a current
+  // pod on this node carries, whichever gpunode applied it.
   Result<const DevicePluginPlan*> plugin_plan();
 
   // Found while getting a fact (the kubeconfig's), not blocking: the runner
@@ -100,6 +122,10 @@ class Context {
     std::shared_ptr<const T> value;
     std::optional<Error> error;
     bool known() const { return value || error; }
+    Result<const T*> kept() const {
+      if (error) return *error;
+      return value.get();
+    }
   };
   template <typename T, typename Make>
   Result<const T*> memo(Memo<T>& m, Make make);
@@ -107,6 +133,8 @@ class Context {
   void adopt_cluster(std::shared_ptr<kube::Client> client);
 
   ClusterWrites writes_;
+  std::optional<HostRole> role_;
+  std::shared_ptr<const LivePlugin> live_plugin_;
   std::shared_ptr<kube::Client> cluster_;
   std::optional<Error> cluster_error_;
   std::optional<Error> cluster_down_;

@@ -11,12 +11,34 @@
 
 namespace gpunode {
 
+// Which part of the work a run does (README, "Roles on a cluster of many
+// nodes"). The node part changes this host (driver, toolkit, handler, image)
+// and its own Node's labels, with the kubelet's identity; the cluster part
+// applies the RuntimeClass, ConfigMap and DaemonSet with admin credentials
+// and waits for every GPU node. kBoth is a single-node server's run.
+enum class Scope { kNode, kCluster, kBoth };
+const char* scope_name(Scope s);  // "node", "cluster", "both"
+std::optional<Scope> parse_scope(const std::string& text);
+inline bool has_node_part(Scope s) { return s != Scope::kCluster; }
+inline bool has_cluster_part(Scope s) { return s != Scope::kNode; }
+
 struct Options {
   std::string root = "/";
   std::string state_dir = "/var/lib/gpunode";  // a host path, under root
   Sharing sharing;   // variant, replicas, rename (gpunode/sharing.hpp)
   std::string node;  // empty: discover
   std::string kubeconfig = "/etc/rancher/k3s/k3s.yaml";
+  // --kubeconfig (or a site setting) named it; otherwise a node-scope run
+  // uses the kubelet's own (run/host_role.hpp).
+  bool kubeconfig_given = false;
+  // --scope; unset: by the host's role (run/host_role.hpp).
+  std::optional<Scope> scope;
+  // --all-nodes: a change of the cluster-wide device plugin settings may
+  // change GPU nodes other than this one.
+  bool all_nodes = false;
+  // --variant, --replicas or --rename-shared (or a site setting) chose the
+  // sharing; otherwise a node-scope run takes the cluster's.
+  bool sharing_given = false;
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
   std::vector<std::string> only;
   std::vector<std::string> skip;

@@ -67,7 +67,11 @@ class Stage {
   // ctx.cluster(): plan then runs it against a Context whose cluster sends
   // every write with dryRun=All, so the API server validates (admission,
   // schema) what install would write, and nothing is stored.
-  virtual bool writes_only_cluster_objects() const { return false; }
+  virtual bool writes_only_cluster_objects(Scope) const { return false; }
+  // Whether a run of `scope` has this stage (Options::scope): the layers of
+  // this host belong to the node part, the cluster's objects to both parts
+  // (read-only in the node part), the smoke Pod to a run of both.
+  virtual bool runs_in(Scope scope) const { return has_node_part(scope); }
 };
 
 using StageList = std::vector<std::unique_ptr<Stage>>;

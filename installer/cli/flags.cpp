@@ -25,6 +25,24 @@ bool valid_node_name(const std::string& n) {
   return n.find("..") == std::string::npos;
 }
 
+const char* scope_name(Scope s) {
+  switch (s) {
+    case Scope::kNode:
+      return "node";
+    case Scope::kCluster:
+      return "cluster";
+    case Scope::kBoth:
+      return "both";
+  }
+  return "both";
+}
+
+std::optional<Scope> parse_scope(const std::string& text) {
+  for (Scope s : {Scope::kNode, Scope::kCluster, Scope::kBoth})
+    if (text == scope_name(s)) return s;
+  return std::nullopt;
+}
+
 bool valid_driver_version(const std::string& v) {
   if (v.empty() || v.front() == '.' || v.back() == '.') return false;
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -153,7 +171,21 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
                   "installing this one; without it gpunode refuses to install "
                   "a second plugin");
   }
+  if (set != FlagSet::kUninstall) {
+    cmd->add_option(
+        "--scope", v.scope,
+        "Which part to do: 'node' (this host and its own Node's labels, "
+        "with the kubelet's identity: the default on a k3s agent), "
+        "'cluster' (RuntimeClass, device plugin DaemonSet and ConfigMap, "
+        "then wait for every GPU node; needs an admin kubeconfig) or 'both' "
+        "(the default elsewhere)");
+  }
   if (set == FlagSet::kInstall || set == FlagSet::kPlan) {
+    cmd->add_flag(
+        "--all-nodes", v.all_nodes,
+        "Allow a change of the device plugin's settings (variant, replicas) "
+        "that restarts the plugin on other GPU nodes too: one DaemonSet "
+        "serves them all");
     cmd->add_flag("--smoke", v.smoke,
                   "Finally run a CUDA Pod (runtimeClassName nvidia, one GPU "
                   "slot) and require "
@@ -228,6 +260,14 @@ Result<Options> validate_flags(const FlagValues& v) {
   if (v.kubeconfig.empty())
     return usage_error("--kubeconfig: must not be empty");
   o.kubeconfig = v.kubeconfig;
+  if (!v.scope.empty()) {
+    o.scope = parse_scope(v.scope);
+    if (!o.scope) {
+      return usage_error("--scope: '" + v.scope +
+                         "' is not one of node, cluster, both");
+    }
+  }
+  o.all_nodes = v.all_nodes;
 
   auto timeout = parse_duration(v.timeout);
   if (!timeout) return timeout.error();

@@ -20,6 +20,8 @@ struct FlagValues {
   bool rename_shared = false;
   std::optional<std::string> node;  // set but empty is an error
   std::string kubeconfig = "/etc/rancher/k3s/k3s.yaml";
+  std::string scope;  // empty: by the host's role
+  bool all_nodes = false;
   std::string timeout = "10m";
   std::vector<std::string> only;
   std::vector<std::string> skip;

@@ -26,6 +26,17 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
     return static_cast<int>(ExitCode::kUsage);
   }
   options->trust_keys_origin = trust_keys_origin(*settings);
+  // Whether the operator chose these, or left them to the host's role and
+  // the cluster (a node-scope run takes the cluster's sharing settings).
+  for (const Setting& s : *settings) {
+    if ((s.key == "variant" || s.key == "replicas") &&
+        s.source != SettingSource::kBuiltIn)
+      options->sharing_given = true;
+  }
+  if (const CLI::Option* o = cmd.get_option_no_throw("--rename-shared"))
+    options->sharing_given |= o->count() > 0;
+  if (const CLI::Option* o = cmd.get_option_no_throw("--kubeconfig"))
+    options->kubeconfig_given = o->count() > 0;
   // Debug logs (-vv) go to stderr, beside the human text.
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(io.err);
   spdlog::set_default_logger(std::make_shared<spdlog::logger>("gpunode", sink));

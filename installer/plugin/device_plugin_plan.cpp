@@ -4,6 +4,7 @@
 
 #include "gpunode/digest.hpp"
 #include "kube/manifests.hpp"
+#include "plugin/gpu_labels.hpp"
 
 namespace gpunode {
 namespace {
@@ -46,6 +47,18 @@ Result<std::string> render_plugin_config(const std::string& text, int replicas,
 }
 
 }  // namespace
+
+std::string plugin_config_hash(const kube::json* configmap) {
+  return sha256_hex(configmap ? configmap->at("data").dump()
+                              : std::string("variant=default"));
+}
+
+std::string plugin_pods_path(const std::string& node) {
+  return std::string("/api/v1/namespaces/") + kPluginNamespace +
+         "/pods?labelSelector=name%3Dnvidia-device-plugin-ds&fieldSelector="
+         "spec.nodeName%3D" +
+         node;
+}
 
 std::string daemonset_path() {
   return std::string("/apis/apps/v1/namespaces/") + kPluginNamespace +
@@ -104,12 +117,16 @@ Result<DevicePluginPlan> plan_device_plugin(const Sharing& sharing,
   // The plugin reads its config only at start: a digest of it on the pod
   // template makes every config change a new template, so the DaemonSet
   // controller restarts the pods (no manual `rollout restart`).
-  out.config_hash = sha256_hex(out.configmap ? out.configmap->at("data").dump()
-                                             : std::string("variant=default"));
+  out.config_hash =
+      plugin_config_hash(out.configmap ? &*out.configmap : nullptr);
   json& ds = out.daemonset;
   label_managed(ds);
   ds["spec"]["template"]["metadata"]["annotations"][kConfigHashAnnotation] =
       out.config_hash;
+  // Only on GPU nodes: on a CPU-only node the pod would wait for ever for a
+  // runtime that is not there ("no runtime for \"nvidia\" is configured").
+  // A bundle made before this carries manifests without it: added here too.
+  require_gpu_nodes(ds["spec"]["template"]["spec"]);
   for (auto& c : ds["spec"]["template"]["spec"]["containers"]) {
     if (c.value("name", "") == "nvidia-device-plugin-ctr") c["image"] = image;
   }

@@ -39,6 +39,15 @@ struct DevicePluginPlan {
   }
 };
 
+// What the pod template's kConfigHashAnnotation holds for a config: the
+// ConfigMap's data as applied, or the default variant's fixed text. A node
+// recomputes it from the live ConfigMap to tell a current pod from an old one.
+std::string plugin_config_hash(const kube::json* configmap);
+
+// The plugin pods on `node` (label and field selector: what the Node
+// authorizer lets the node's own identity list).
+std::string plugin_pods_path(const std::string& node);
+
 std::string daemonset_path();
 std::string configmap_path();
 // "DaemonSet kube-system/nvidia-device-plugin-daemonset", "ConfigMap ...":

@@ -2,13 +2,35 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "run/host_role.hpp"
+
 namespace gpunode {
 
 Result<std::unique_ptr<kube::Client>> connect_cluster(
-    Host& host, const Options& opts,
+    Host& host, const std::string& path, Scope scope,
     std::vector<std::pair<std::string, std::string>>& warnings) {
-  auto config = kube::load_kubeconfig(host.fs(), opts.kubeconfig);
-  if (!config) return config.error();
+  auto config = kube::load_kubeconfig(host.fs(), path);
+  if (!config) {
+    Error e = config.error();
+    const bool missing = !host.fs().stat(path);
+    if (missing && path == kKubeletKubeconfig) {
+      e.fix =
+          "k3s writes it when this node joins the cluster (sudo systemctl "
+          "status k3s-agent); or pass --kubeconfig";
+    } else if (missing && path == kAdminKubeconfig) {
+      e.fix =
+          std::string("k3s writes it when a server starts (sudo systemctl "
+                      "status k3s). ") +
+          (has_node_part(scope)
+               ? "On an agent node, run the node part with the kubelet's own "
+                 "identity: gpunode install --scope node (the default "
+                 "there); the cluster part runs on a server: gpunode install "
+                 "--scope cluster"
+               : "The cluster part needs an admin kubeconfig: run it on a "
+                 "server, or pass --kubeconfig");
+    }
+    return e;
+  }
   for (const std::string& w : config->warnings)
     warnings.emplace_back("kubeconfig", w);
   return kube::Client::connect(*config, host.clock());

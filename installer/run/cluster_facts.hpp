@@ -14,10 +14,12 @@
 
 namespace gpunode {
 
-// Loads --kubeconfig and connects. The kubeconfig's warnings (credentials
-// readable by others) go to `warnings` as (layer, text).
+// Loads the kubeconfig at `path` (Context::kubeconfig()) and connects. The
+// kubeconfig's warnings (credentials readable by others) go to `warnings`
+// as (layer, text). A missing one is explained for the scope: the kubelet's
+// exists once k3s-agent has joined; the admin one only on servers.
 Result<std::unique_ptr<kube::Client>> connect_cluster(
-    Host& host, const Options& opts,
+    Host& host, const std::string& path, Scope scope,
     std::vector<std::pair<std::string, std::string>>& warnings);
 
 // --node, else node-name in /etc/rancher/k3s/config.yaml (what k3s

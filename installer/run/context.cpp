@@ -6,7 +6,9 @@
 #include "gpunode/kube.hpp"
 #include "kube/dry_run_client.hpp"
 #include "plugin/device_plugin_plan.hpp"
+#include "plugin/live_plugin.hpp"
 #include "run/cluster_facts.hpp"
+#include "run/host_role.hpp"
 #include "stages/bundle_facts.hpp"
 
 namespace gpunode {
@@ -42,8 +44,7 @@ Result<const T*> Context::memo(Memo<T>& m, Make make) {
     else
       m.error = made.error();
   }
-  if (m.error) return *m.error;
-  return m.value.get();
+  return m.kept();
 }
 
 void Context::adopt_cluster(std::shared_ptr<kube::Client> client) {
@@ -52,10 +53,19 @@ void Context::adopt_cluster(std::shared_ptr<kube::Client> client) {
                  : std::move(client);
 }
 
+HostRole Context::host_role() {
+  if (!role_) role_ = find_host_role(host.fs());
+  return *role_;
+}
+
+Scope Context::scope() { return default_scope(opts, host_role()); }
+
+std::string Context::kubeconfig() { return kubeconfig_for(opts, scope()); }
+
 Result<kube::Client*> Context::cluster() {
   if (cluster_down_) return *cluster_down_;
   if (!cluster_ && !cluster_error_) {
-    auto client = connect_cluster(host, opts, warnings_);
+    auto client = connect_cluster(host, kubeconfig(), scope(), warnings_);
     if (client)
       adopt_cluster(std::shared_ptr<kube::Client>(std::move(*client)));
     else
@@ -100,14 +110,57 @@ Result<const ManifestTexts*> Context::manifests() {
   });
 }
 
+Result<const LivePlugin*> Context::live_plugin() {
+  if (live_plugin_) return live_plugin_.get();
+  auto kube = cluster();
+  if (!kube) return kube.error();
+  Result<std::optional<LivePlugin>> live =
+      std::optional<LivePlugin>();
+  if (has_cluster_part(scope())) {
+    live = read_cluster_plugin(**kube, deadline);
+  } else {
+    auto name = node();
+    if (!name) return name.error();
+    live = read_node_plugin(**kube, *name, deadline);
+  }
+  if (!live) return live.error();
+  if (!*live) return static_cast<const LivePlugin*>(nullptr);
+  live_plugin_ = std::make_shared<const LivePlugin>(**live);
+  return live_plugin_.get();
+}
+
+Result<Sharing> Context::sharing() {
+  if (opts.sharing_given || has_cluster_part(scope())) return opts.sharing;
+  auto live = live_plugin();
+  if (!live) return live.error();
+  if (!*live) {
+    return Error{ExitCode::kBlocked, "plugin",
+                 "no device plugin pod runs on this node yet, so its "
+                 "settings (variant, replicas) are not known here",
+                 "the cluster part applies the DaemonSet; on a server: sudo "
+                 "gpunode install --scope cluster"};
+  }
+  return (*live)->sharing;
+}
+
 Result<const DevicePluginPlan*> Context::plugin_plan() {
+  if (plugin_plan_.known()) return plugin_plan_.kept();
+  auto wanted = sharing();
+  // Not kept: a node's pod (and so the cluster's settings) may come later
+  // in this run.
+  if (!wanted) return wanted.error();
   return memo(plugin_plan_, [&]() -> Result<DevicePluginPlan> {
     auto texts = manifests();
     if (!texts) return texts.error();
     // -vv: one line per run (issue 12's measure: renders per install).
     spdlog::debug("device plugin manifests rendered ({}, {} slot(s) per GPU)",
-                  variant_name(opts.sharing.variant), opts.sharing.replicas);
-    return plan_device_plugin(opts.sharing, opts.image_ref, **texts);
+                  variant_name(wanted->variant), wanted->replicas);
+    auto plan = plan_device_plugin(*wanted, opts.image_ref, **texts);
+    if (plan && !has_cluster_part(scope())) {
+      auto live = live_plugin();
+      if (live && *live) plan->config_hash = (*live)->config_hash;
+    }
+    return plan;
   });
 }
 

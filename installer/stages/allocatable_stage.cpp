@@ -1,12 +1,19 @@
-// allocatable: the node advertises GPUs x replicas of the resource, from
-// plugin pods that run the current config. Waits with a watch on the Node
-// (no sleep loop). When time runs out, it names the lowest broken layer from
-// what the cluster shows (FACTS.md, field failures).
+// allocatable: each GPU node advertises its GPUs x replicas of the
+// resource, from plugin pods that run the current config. The node part
+// waits for this node; a run with the cluster part for every GPU node (this
+// one, if it is one, and each node labelled nvidia.com/gpu.present=true with
+// its nvidia.com/gpu.count). Waits with a watch on the Nodes (no sleep
+// loop). A node whose trouble is its own layer (driver, toolkit, handler,
+// image: only its node part fixes it) is reported, not waited on; when time
+// runs out, each short node is named with the lowest broken layer the
+// cluster shows (stages/allocatable_diagnosis.hpp).
 #include <algorithm>
+#include <map>
 
-#include "kube/manifests.hpp"
 #include "plugin/device_plugin_plan.hpp"
+#include "plugin/gpu_nodes.hpp"
 #include "run/cluster_facts.hpp"
+#include "stages/allocatable_diagnosis.hpp"
 #include "stages/plugin_cluster.hpp"
 #include "stages/stages.hpp"
 
@@ -24,127 +31,275 @@ constexpr milliseconds kDiagnosisTime = std::chrono::seconds(10);
 
 using Deadline = std::chrono::steady_clock::time_point;
 
-// This node's GPUs under the run's plan (Context::plugin_plan).
-struct Expectation {
-  std::string node;
-  const DevicePluginPlan* plan = nullptr;
-  int gpus = 0;
-  long long count() const { return plan->slots_for(gpus); }
+// What the run expects, and of which nodes it cannot say (a node that
+// serves GPUs or is labelled present, but carries no count).
+struct Expectations {
+  std::vector<Expectation> nodes;
+  std::vector<std::string> uncounted;
 };
 
-std::optional<long long> advertised(const json& node,
-                                    const std::string& resource) {
-  const auto alloc = node["status"].value("allocatable", json::object());
-  auto it = alloc.find(resource);
-  if (it == alloc.end() || !it->is_string()) return std::nullopt;
-  try {
-    return std::stoll(it->get<std::string>());
-  } catch (...) {
-    return std::nullopt;
-  }
+std::string wanted_text(const Expectation& want) {
+  return want.plan->resource + ": " + std::to_string(want.count()) + " (" +
+         std::to_string(want.gpus) + " GPU x " +
+         std::to_string(want.plan->replicas) + ")";
 }
-
-struct Diagnosis {
-  std::string layer;
-  std::string message;
-  std::string fix;
-};
 
 class AllocatableStage : public Stage {
  public:
   std::string_view name() const override { return "allocatable"; }
   std::string_view layer() const override { return "node allocatable"; }
+  // The node part waits for this node; the cluster part for every GPU node.
+  bool runs_in(Scope) const override { return true; }
 
   std::string inputs(Context& ctx) const override {
     return sharing_inputs(ctx.opts.sharing) + "\nnode=" + ctx.opts.node + "\n";
   }
 
   Check check(Context& ctx) override {
-    auto want = expectation(ctx);
+    auto want = expectations(ctx);
     if (!want) return as_blocked(ctx, want.error());
     auto kube = ctx.cluster();
     if (!kube) return as_blocked(ctx, kube.error());
-    auto node = (*kube)->get("/api/v1/nodes/" + want->node, ctx.deadline);
-    if (!node) return as_blocked(ctx, node.error());
-    if (!*node) {
-      const Error e =
-          node_not_in_cluster(ctx, **kube, want->node, ctx.deadline);
-      return blocked("allocatable.no-node", e.message, e.fix, e.exit);
+    Findings found;
+    json facts = json::array();
+    const bool many = want->nodes.size() > 1;
+    for (const Expectation& e : want->nodes) {
+      auto node = (*kube)->get("/api/v1/nodes/" + e.node, ctx.deadline);
+      if (!node) return as_blocked(ctx, node.error());
+      if (!*node) {
+        const Error err =
+            node_not_in_cluster(ctx, **kube, e.node, ctx.deadline);
+        return blocked("allocatable.no-node", err.message, err.fix, err.exit);
+      }
+      auto current = pods_current(**kube, e, ctx.deadline);
+      if (!current) return as_blocked(ctx, current.error());
+      const auto have = advertised(**node, e.plan->resource);
+      const bool done = have && *have == e.count() && *current;
+      json f{{"node", e.node},
+             {"this_node", e.this_node},
+             {"gpus", e.gpus},
+             {"resource", e.plan->resource},
+             {"expected", e.count()},
+             {"advertised", have ? json(*have) : json(nullptr)},
+             {"pods_current", *current},
+             {"ok", done}};
+      if (done) {
+        found.ok.push_back("node " + e.node + " advertises " + wanted_text(e));
+      } else {
+        found.short_of.push_back("node " + e.node + " advertises " +
+                                 e.plan->resource + ": " +
+                                 (have ? std::to_string(*have) : "none") +
+                                 ", not yet " + std::to_string(e.count()));
+        // Say now what stands in the way; `status` shows it, `install` waits.
+        if (auto why = diagnose_node(ctx, **kube, e, **node, ctx.deadline)) {
+          f["cause"] = {{"layer", why->layer},
+                        {"message", why->message},
+                        {"fix", why->fix}};
+          found.causes.push_back((many ? e.node + ": " : std::string()) + "[" +
+                                 why->layer + "] " + why->message +
+                                 "; fix: " + why->fix);
+          if (found.first_cause.empty())
+            found.first_cause = why->layer + ": " + why->message;
+        }
+      }
+      facts.push_back(std::move(f));
     }
-    auto current = pods_current(**kube, *want, ctx.deadline);
-    if (!current) return as_blocked(ctx, current.error());
-    const auto have = advertised(**node, want->plan->resource);
-    const std::string wanted = want->plan->resource + ": " +
-                               std::to_string(want->count()) + " (" +
-                               std::to_string(want->gpus) + " GPU x " +
-                               std::to_string(want->plan->replicas) + ")";
-    if (have && *have == want->count() && *current) {
-      Check c = satisfied("allocatable.ok",
-                          "node " + want->node + " advertises " + wanted);
-      add_platform_settings(c, want->plan->resource);
-      return c;
-    }
-    Check c =
-        needed("allocatable.waiting",
-               "node " + want->node + " advertises " + want->plan->resource +
-                   ": " + (have ? std::to_string(*have) : "none") +
-                   ", not yet " + std::to_string(want->count()),
-               "wait until node " + want->node + " advertises " + wanted);
-    // Say now what stands in the way; `status` shows it, `install` waits.
-    auto why = diagnose(ctx, **kube, *want, **node, ctx.deadline);
-    if (why) {
-      c.details.push_back("[" + why->layer + "] " + why->message +
-                          "; fix: " + why->fix);
-      c.cause = why->layer + ": " + why->message;
+    Check c = summarize(*want, found);
+    c.facts["nodes"] = facts;
+    for (const std::string& n : want->uncounted) {
+      c.warnings.push_back(
+          "node " + n +
+          " serves or is labelled for GPUs but has no nvidia.com/gpu.count "
+          "label, so its slots cannot be checked: run gpunode install on it "
+          "(its node part labels it)");
     }
     return c;
   }
 
   Result<void> apply(Context& ctx, const Check&) override {
-    auto want = expectation(ctx);
+    auto want = expectations(ctx);
     if (!want) return want.error();
     auto kube = ctx.cluster();
     if (!kube) return kube.error();
-    json last_node;
-    bool done = false;
-    while (!done) {
+    // The node part watches its own Node (the Node authorizer lets it only
+    // with that field selector); the cluster part every Node.
+    const bool one = want->nodes.size() == 1;
+    std::map<std::string, json> last;
+    std::map<std::string, bool> done;
+    std::map<std::string, Diagnosis> stuck;  // other nodes' own layers
+    auto finished = [&]() {
+      for (const Expectation& e : want->nodes)
+        if (!done[e.node] && !stuck.count(e.node)) return false;
+      return true;
+    };
+    while (!finished()) {
       const auto now = ctx.host.clock().steady_now();
       if (now >= ctx.deadline) break;
       const auto until = std::min(ctx.deadline, now + kRelist);
       Error failure;
       auto watched = (*kube)->watch(
-          "/api/v1/nodes", "metadata.name=" + want->node,
+          "/api/v1/nodes", one ? "metadata.name=" + want->nodes[0].node : "",
           [&](const std::string& type, const json& node) {
             if (type == "DELETED") return kube::WatchStep::kContinue;
-            last_node = node;
-            const auto have = advertised(node, want->plan->resource);
-            if (!have || *have != want->count())
+            const std::string name = node["metadata"].value("name", "");
+            const Expectation* e = find(*want, name);
+            if (e == nullptr) return kube::WatchStep::kContinue;
+            last[name] = node;
+            const auto have = advertised(node, e->plan->resource);
+            if (!have || *have != e->count()) {
+              done[name] = false;
               return kube::WatchStep::kContinue;
-            auto current = pods_current(**kube, *want, ctx.deadline);
+            }
+            auto current = pods_current(**kube, *e, ctx.deadline);
             if (!current) {
               failure = current.error();
               return kube::WatchStep::kDone;
             }
-            done = *current;
-            return done ? kube::WatchStep::kDone : kube::WatchStep::kContinue;
+            done[name] = *current;
+            if (done[name]) stuck.erase(name);
+            return finished() ? kube::WatchStep::kDone
+                              : kube::WatchStep::kContinue;
           },
           until);
       if (!failure.message.empty()) return failure;
       if (!watched && watched.error().exit != ExitCode::kTimeout)
         return watched.error();
+      // Another node held up by its own layer is its node part's to fix:
+      // the cluster part reports it instead of waiting the --timeout out.
+      for (const Expectation& e : want->nodes) {
+        if (e.this_node || done[e.node] || !last.count(e.node)) continue;
+        auto why = diagnose_node(ctx, **kube, e, last[e.node], until);
+        if (why && why->node_part())
+          stuck[e.node] = *why;
+        else
+          stuck.erase(e.node);
+      }
     }
-    if (done) return {};
+    std::vector<std::string> lines;
+    bool timed_out = false;
+    for (const Expectation& e : want->nodes) {
+      if (done[e.node]) continue;
+      if (auto s = stuck.find(e.node); s != stuck.end()) {
+        lines.push_back("node " + e.node + ": [" + s->second.layer + "] " +
+                        s->second.message + "; fix: " + s->second.fix);
+        continue;
+      }
+      timed_out = true;
+    }
+    if (!timed_out && lines.empty()) return {};
+    if (!timed_out) {
+      return Error{ExitCode::kBlocked, "allocatable",
+                   "GPU node(s) short of their slots, waiting on their own "
+                   "node part: " +
+                       join(lines, " | "),
+                   "run gpunode install on each node named (its node part), "
+                   "then rerun this"};
+    }
     // The run's deadline has passed; looking at the cluster to say why gets
     // a deadline of its own.
-    auto why = diagnose(ctx, **kube, *want, last_node,
-                        ctx.host.clock().steady_now() + kDiagnosisTime);
+    const auto diag_deadline = ctx.host.clock().steady_now() + kDiagnosisTime;
+    if (want->nodes.size() == 1) return timeout_error(ctx, **kube, want->nodes[0],
+                                                     last, diag_deadline);
+    for (const Expectation& e : want->nodes) {
+      if (done[e.node] || stuck.count(e.node)) continue;
+      Error one_node = timeout_error(ctx, **kube, e, last, diag_deadline);
+      lines.push_back(one_node.message + "; fix: " + one_node.fix);
+    }
+    return Error{ExitCode::kTimeout, "allocatable",
+                 "not every GPU node advertises its slots before the "
+                 "deadline: " +
+                     join(lines, " | "),
+                 "fix each node's layer named above; gpunode status "
+                 "--scope cluster shows every node"};
+  }
+
+ private:
+  // What check() found, node by node.
+  struct Findings {
+    std::vector<std::string> ok;        // "node a advertises ..."
+    std::vector<std::string> short_of;  // "node b advertises ..., not yet N"
+    std::vector<std::string> causes;    // "[layer] what; fix: how"
+    std::string first_cause;            // "layer: what"
+  };
+
+  static std::string join(const std::vector<std::string>& parts,
+                          const std::string& sep) {
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+    return out;
+  }
+
+  static const Expectation* find(const Expectations& want,
+                                 const std::string& name) {
+    for (const Expectation& e : want.nodes)
+      if (e.node == name) return &e;
+    return nullptr;
+  }
+
+  static Check summarize(const Expectations& want, const Findings& found) {
+    if (want.nodes.empty()) {
+      Check c = satisfied(
+          "allocatable.no-gpu-nodes",
+          "no GPU node yet: none is labelled nvidia.com/gpu.present=true");
+      c.warnings.push_back(
+          "run gpunode install on each GPU node (its node part labels it); "
+          "the DaemonSet then starts the plugin there");
+      return c;
+    }
+    const bool many = want.nodes.size() > 1;
+    if (found.short_of.empty()) {
+      Check c = satisfied("allocatable.ok",
+                          many ? "every GPU node advertises its slots: " +
+                                     join(found.ok, "; ")
+                               : found.ok.front());
+      add_platform_settings(c, want.nodes.front().plan->resource);
+      return c;
+    }
+    const Expectation& first = want.nodes.front();
+    Check c = needed(
+        "allocatable.waiting",
+        many ? std::to_string(found.short_of.size()) + " of " +
+                   std::to_string(want.nodes.size()) +
+                   " GPU node(s) short of their slots: " +
+                   join(found.short_of, "; ")
+             : found.short_of.front(),
+        many ? "wait until every GPU node advertises its slots"
+             : "wait until node " + first.node + " advertises " +
+                   wanted_text(first));
+    c.details = found.causes;
+    c.cause = found.first_cause;
+    return c;
+  }
+
+  static Check as_blocked(Context& ctx, const Error& e) {
+    return cluster_blocked(ctx, e, "allocatable.blocked");
+  }
+
+  static std::optional<Diagnosis> diagnose_node(Context& ctx,
+                                                kube::Client& kube,
+                                                const Expectation& e,
+                                                const json& node,
+                                                Deadline deadline) {
+    auto why = diagnose(ctx, kube, e, node, deadline);
+    // Another node's fix is run there.
+    if (why && !e.this_node) why->fix = "on node " + e.node + ": " + why->fix;
+    return why;
+  }
+
+  static Error timeout_error(Context& ctx, kube::Client& kube,
+                             const Expectation& want,
+                             const std::map<std::string, json>& last,
+                             Deadline deadline) {
+    const auto it = last.find(want.node);
+    const json last_node = it == last.end() ? json() : it->second;
+    auto why = diagnose_node(ctx, kube, want, last_node, deadline);
     const auto have = last_node.is_null()
                           ? std::nullopt
-                          : advertised(last_node, want->plan->resource);
+                          : advertised(last_node, want.plan->resource);
     return Error{
         ExitCode::kTimeout, "allocatable",
-        "node " + want->node + " did not advertise " + want->plan->resource +
-            ": " + std::to_string(want->count()) +
+        "node " + want.node + " did not advertise " + want.plan->resource +
+            ": " + std::to_string(want.count()) +
             " before the deadline (it advertises " +
             (have ? std::to_string(*have) : std::string("none")) + ")" +
             (why ? "; lowest broken layer: [" + why->layer + "] " + why->message
@@ -154,43 +309,51 @@ class AllocatableStage : public Stage {
               "name=nvidia-device-plugin-ds"};
   }
 
- private:
-  static Check as_blocked(Context& ctx, const Error& e) {
-    return cluster_blocked(ctx, e, "allocatable.blocked");
-  }
-
-  static Result<Expectation> expectation(Context& ctx) {
-    Expectation want;
-    auto node = ctx.node();
-    if (!node) return node.error();
-    want.node = *node;
+  static Result<Expectations> expectations(Context& ctx) {
+    Expectations out;
     auto plan = ctx.plugin_plan();
     if (!plan) return plan.error();
-    want.plan = *plan;
-    // What the driver layer counts, whether or not its stage ran.
-    auto gpus = ctx.gpus();
-    if (!gpus) {
-      return Error{
-          ExitCode::kBlocked, "allocatable",
-          "cannot tell how many GPUs to expect: " + gpus.error().message,
-          gpus.error().fix};
+    std::optional<std::string> self;
+    if (has_node_part(ctx.scope())) {
+      auto node = ctx.node();
+      if (!node) return node.error();
+      self = *node;
+      // What the driver layer counts, whether or not its stage ran.
+      auto gpus = ctx.gpus();
+      if (!gpus) {
+        return Error{
+            ExitCode::kBlocked, "allocatable",
+            "cannot tell how many GPUs to expect: " + gpus.error().message,
+            gpus.error().fix};
+      }
+      out.nodes.push_back(Expectation{
+          *node, *plan, static_cast<int>((*gpus)->gpus.size()), true});
     }
-    want.gpus = static_cast<int>((*gpus)->gpus.size());
-    return want;
-  }
-
-  static std::string pods_path(const Expectation& want) {
-    return std::string("/api/v1/namespaces/") + kPluginNamespace +
-           "/pods?labelSelector=name%3Dnvidia-device-plugin-ds&fieldSelector="
-           "spec.nodeName%3D" +
-           want.node;
+    if (!has_cluster_part(ctx.scope())) return out;
+    auto kube = ctx.cluster();
+    if (!kube) return kube.error();
+    auto nodes = list_gpu_nodes(**kube, ctx.deadline);
+    if (!nodes) return nodes.error();
+    for (const GpuNode& g : *nodes) {
+      if (self && g.name == *self) continue;
+      if (!g.labelled) {
+        if (g.serving) out.uncounted.push_back(g.name);
+        continue;
+      }
+      if (!g.gpus) {
+        out.uncounted.push_back(g.name);
+        continue;
+      }
+      out.nodes.push_back(Expectation{g.name, *plan, *g.gpus, false});
+    }
+    return out;
   }
 
   // The plugin reads its config once, at start: only a pod made from the
   // current template (same config digest) advertises the current config.
   static Result<bool> pods_current(kube::Client& kube, const Expectation& want,
                                    Deadline deadline) {
-    auto pods = kube.list(pods_path(want), deadline);
+    auto pods = kube.list(plugin_pods_path(want.node), deadline);
     if (!pods) return pods.error();
     for (const auto& pod : pods->value("items", json::array())) {
       const auto annotations =
@@ -203,182 +366,6 @@ class AllocatableStage : public Stage {
       }
     }
     return false;
-  }
-
-  static std::string events_about(kube::Client& kube, const std::string& name,
-                                  Deadline deadline) {
-    auto events =
-        kube.list(std::string("/api/v1/namespaces/") + kPluginNamespace +
-                      "/events?fieldSelector=involvedObject.name%3D" + name,
-                  deadline);
-    std::string text;
-    if (!events) return text;
-    for (const auto& e : events->value("items", json::array())) {
-      text += e.value("reason", "") + ": " + e.value("message", "") + "\n";
-    }
-    return text;
-  }
-
-  // Bottom-up: the first layer whose trouble shows in the cluster.
-  static std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
-                                           const Expectation& want,
-                                           const json& node,
-                                           Deadline deadline) {
-    auto ds = kube.get(daemonset_path(), deadline);
-    if (!ds) return Diagnosis{"cluster", ds.error().message, ds.error().fix};
-    if (!*ds) {
-      return Diagnosis{"plugin", "the device plugin DaemonSet is not installed",
-                       "gpunode install (without --skip plugin)"};
-    }
-    auto pods = kube.list(pods_path(want), deadline);
-    if (!pods)
-      return Diagnosis{"cluster", pods.error().message, pods.error().fix};
-    const auto items = pods->value("items", json::array());
-    if (items.empty()) {
-      const std::string events = events_about(kube, kPluginDaemonSet, deadline);
-      if (events.find("RuntimeClass") != std::string::npos) {
-        return Diagnosis{
-            "runtimeclass",
-            "the DaemonSet cannot create its pod: " + first_line(events),
-            "gpunode install (the runtimeclass stage creates it)"};
-      }
-      return Diagnosis{"plugin",
-                       "no device plugin pod is scheduled on node " +
-                           want.node +
-                           (events.empty() ? "" : ": " + first_line(events)),
-                       "kubectl -n kube-system describe daemonset " +
-                           std::string(kPluginDaemonSet)};
-    }
-    const json& pod = items.front();
-    const std::string pod_name = pod["metadata"].value("name", "");
-    const std::string events = events_about(kube, pod_name, deadline);
-    std::string waiting, waiting_message;
-    for (const auto& cs :
-         pod["status"].value("containerStatuses", json::array())) {
-      if (cs.contains("state") && cs["state"].contains("waiting")) {
-        waiting = cs["state"]["waiting"].value("reason", "");
-        waiting_message = cs["state"]["waiting"].value("message", "");
-      }
-    }
-    if (waiting == "ImagePullBackOff" || waiting == "ErrImagePull" ||
-        waiting == "ErrImageNeverPull") {
-      return Diagnosis{
-          "image",
-          "plugin pod " + pod_name + " is " + waiting + ": the image " +
-              ctx.opts.image_ref +
-              " is not in k3s's containerd, and this air-gapped node can never "
-              "pull it",
-          "gpunode install --image-archive <the device plugin archive>"};
-    }
-    if (events.find("no runtime for \"nvidia\"") != std::string::npos) {
-      return Diagnosis{
-          "handler",
-          "plugin pod " + pod_name +
-              " cannot start: no runtime for \"nvidia\" is "
-              "configured (k3s started before the NVIDIA container toolkit)",
-          "sudo systemctl restart k3s, or gpunode install --restart-k3s"};
-    }
-    if (waiting == "CreateContainerConfigError" ||
-        events.find("configmap \"") != std::string::npos) {
-      return Diagnosis{
-          "plugin",
-          "plugin pod " + pod_name + " cannot mount its config: " +
-              first_line(events.empty() ? waiting_message : events),
-          "gpunode install (the plugin stage applies the ConfigMap)"};
-    }
-    if (waiting == "CrashLoopBackOff") {
-      auto log =
-          kube.get_text(std::string("/api/v1/namespaces/") + kPluginNamespace +
-                            "/pods/" + pod_name + "/log?tailLines=20",
-                        deadline);
-      return Diagnosis{"plugin",
-                       "plugin pod " + pod_name + " is crash-looping" +
-                           (log ? ": " + last_line(*log) : ""),
-                       "kubectl -n kube-system logs " + pod_name};
-    }
-    if (pod["status"].value("phase", "") != "Running") {
-      return Diagnosis{"plugin",
-                       "plugin pod " + pod_name + " is " +
-                           pod["status"].value("phase", "?") +
-                           (waiting.empty() ? "" : " (" + waiting + ")"),
-                       "kubectl -n kube-system describe pod " + pod_name};
-    }
-    if (!pod["spec"].contains("runtimeClassName")) {
-      return Diagnosis{
-          "plugin",
-          "plugin pod " + pod_name +
-              " runs without runtimeClassName: under runc it "
-              "cannot load NVML and advertises no GPU",
-          "apply the platform's manifest (it sets runtimeClassName: nvidia): "
-          "gpunode install"};
-    }
-    // Absent and "0" mean the same here: nothing schedulable.
-    const long long count =
-        node.is_null() ? 0 : advertised(node, want.plan->resource).value_or(0);
-    const std::string other =
-        want.plan->resource == kGpuResource ? kSharedGpuResource : kGpuResource;
-    const long long other_count =
-        node.is_null() ? 0 : advertised(node, other).value_or(0);
-    if (count == 0 && other_count > 0) {
-      return Diagnosis{
-          "plugin",
-          "node advertises " + other + ": " + std::to_string(other_count) +
-              " but not " + want.plan->resource +
-              ": workloads asking for one will not schedule (renameByDefault)",
-          "use the same --rename-shared setting as the cluster's workloads "
-          "(GEO_MLOPS_SERVING_GPU_RESOURCE)"};
-    }
-    const auto annotations =
-        pod["metadata"].value("annotations", json::object());
-    if (annotations.value(kConfigHashAnnotation, "") !=
-        want.plan->config_hash) {
-      return Diagnosis{"plugin",
-                       "plugin pod " + pod_name +
-                           " still runs the previous config (the plugin "
-                           "reads it only at start)",
-                       "kubectl -n kube-system rollout restart ds/" +
-                           std::string(kPluginDaemonSet)};
-    }
-    if (count == 0) {
-      auto log =
-          kube.get_text(std::string("/api/v1/namespaces/") + kPluginNamespace +
-                            "/pods/" + pod_name + "/log?tailLines=20",
-                        deadline);
-      const bool nvml = log && log->find("NVML") != std::string::npos;
-      return Diagnosis{
-          nvml ? "handler" : "plugin",
-          "plugin pod " + pod_name + " runs but advertises no GPU" +
-              (log ? ": " + last_line(*log) : ""),
-          nvml
-              ? "check the handler layer: gpunode status --only toolkit,handler"
-              : "kubectl -n kube-system logs " + pod_name};
-    }
-    if (count < want.count()) {
-      return Diagnosis{"driver",
-                       "node advertises " + std::to_string(count) + " of " +
-                           std::to_string(want.count()) +
-                           ": a GPU is unhealthy or in MIG mode",
-                       "nvidia-smi -q | grep -iE 'mig mode|xid|retired'; "
-                       "gpunode status --only driver"};
-    }
-    if (count > want.count()) {
-      return Diagnosis{
-          "plugin",
-          "node advertises " + std::to_string(count) + ", more than " +
-              std::to_string(want.count()) +
-              ": another device plugin (or an old config) advertises too",
-          "kubectl get ds -A | grep -i device-plugin"};
-    }
-    return std::nullopt;
-  }
-
-  static std::string first_line(const std::string& s) {
-    return s.substr(0, s.find('\n'));
-  }
-  static std::string last_line(std::string s) {
-    while (!s.empty() && s.back() == '\n') s.pop_back();
-    const std::size_t nl = s.rfind('\n');
-    return nl == std::string::npos ? s : s.substr(nl + 1);
   }
 };
 

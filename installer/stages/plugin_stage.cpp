@@ -4,8 +4,13 @@
 // removed after a switch to the default variant; and no second NVIDIA device
 // plugin left fighting over the same resource.
 #include "kube/manifests.hpp"
+#include "plugin/gpu_labels.hpp"
+#include "plugin/gpu_nodes.hpp"
 #include "run/cluster_facts.hpp"
+#include "plugin/live_plugin.hpp"
 #include "stages/plugin_cluster.hpp"
+#include "stages/plugin_node.hpp"
+#include "stages/plugin_rollout.hpp"
 #include "stages/stages.hpp"
 
 namespace gpunode {
@@ -66,7 +71,10 @@ class PluginStage : public Stage {
  public:
   std::string_view name() const override { return "plugin"; }
   std::string_view layer() const override { return "device plugin"; }
-  bool writes_only_cluster_objects() const override { return true; }
+  // The node part only reads (and waits for its pod): no write to dry-run.
+  bool writes_only_cluster_objects(Scope scope) const override {
+    return has_cluster_part(scope);
+  }
 
   std::string inputs(Context& ctx) const override {
     return sharing_inputs(ctx.opts.sharing) + "\nimage=" + ctx.opts.image_ref +
@@ -74,7 +82,11 @@ class PluginStage : public Stage {
            (ctx.opts.replace_existing ? "true" : "false") + "\n";
   }
 
+  // The node part reads what the cluster part made; only that applies it.
+  bool runs_in(Scope) const override { return true; }
+
   Check check(Context& ctx) override {
+    if (!has_cluster_part(ctx.scope())) return check_plugin_from_node(ctx);
     auto state = read_plugin_state(ctx);
     if (!state) return cluster_blocked(ctx, state.error(), "plugin.manifest");
     const PluginState& s = *state;
@@ -117,6 +129,39 @@ class PluginStage : public Stage {
       for (std::string& w : stale_resources(ctx, s, *foreign))
         left.push_back(std::move(w));
     }
+    auto rollout = plan_rollout(ctx, s);
+    if (!rollout) return cluster_blocked(ctx, rollout.error(), "plugin.nodes");
+    const bool applies = !s.daemonset_matches ||
+                         (s.plan->configmap && !s.configmap_matches);
+    if (!s.daemonset_matches && !rollout->to_label.empty()) {
+      for (const auto& n : rollout->to_label)
+        objects["update"].push_back("Node " + n);
+      actions.push_back(
+          "label node(s) " + name_list(rollout->to_label) + " " +
+          kGpuPresentLabel +
+          "=true first: they serve GPUs now, and the DaemonSet's new node "
+          "affinity would take the plugin from them");
+    }
+    if (applies && rollout->settings_change &&
+        !rollout->others_changed.empty() && !ctx.opts.all_nodes) {
+      const std::string what =
+          "this changes the device plugin's settings on " +
+          std::to_string(rollout->others_changed.size()) +
+          " GPU node(s) besides this one (" +
+          name_list(rollout->others_changed) +
+          "): one DaemonSet and one ConfigMap serve them all";
+      if (!ctx.previewing()) {
+        Check b = blocked("plugin.all-nodes", what,
+                          "rerun with --all-nodes to change every GPU node "
+                          "(gpunode plan shows each node's slots now and "
+                          "after), or keep the cluster's settings");
+        for (const auto& n : rollout->nodes)
+          b.details.push_back(slots_line(n, s.plan->resource));
+        b.facts["nodes"] = slots_facts(*rollout, s.plan->resource);
+        return b;
+      }
+      left.push_back(what + "; install needs --all-nodes");
+    }
     if (s.plan->configmap && !s.configmap_matches) {
       objects[s.configmap_live ? "update" : "create"].push_back(
           configmap_name());
@@ -158,6 +203,28 @@ class PluginStage : public Stage {
           "live ConfigMap: " +
           first_difference(*s.configmap_live, *s.plan->configmap));
     }
+    // Each GPU node's slots now and after: worth lines when there are other
+    // nodes, or the slots change (the facts always have them).
+    if (applies && (rollout->nodes.size() > 1 || rollout->settings_change)) {
+      for (const auto& n : rollout->nodes)
+        c.details.push_back(slots_line(n, s.plan->resource));
+    }
+    c.facts["nodes"] = slots_facts(*rollout, s.plan->resource);
+    if (auto live = ctx.live_plugin(); live && *live) {
+      // The summary says what this run wants; the cluster's, when other.
+      if (rollout->settings_change)
+        c.details.push_back("the cluster runs " +
+                            describe((*live)->sharing) + " now (" +
+                            (*live)->seen_in + ")");
+      c.facts["cluster_plugin"] = {
+          {"variant", variant_name((*live)->sharing.variant)},
+          {"replicas", (*live)->sharing.time_slicing()
+                           ? (*live)->sharing.replicas
+                           : 1},
+          {"resource", (*live)->sharing.resource()},
+          {"config_hash", (*live)->config_hash},
+          {"seen_in", (*live)->seen_in}};
+    }
     add_platform_settings(c, s.plan->resource);
     c.warnings.insert(c.warnings.end(), left.begin(), left.end());
     c.facts["plugin"] = {{"variant", variant_name(s.plan->sharing.variant)},
@@ -171,11 +238,22 @@ class PluginStage : public Stage {
   }
 
   Result<void> apply(Context& ctx, const Check&) override {
+    if (!has_cluster_part(ctx.scope())) return wait_for_plugin_pod(ctx);
     auto state = read_plugin_state(ctx);
     if (!state) return state.error();
     auto kube = ctx.cluster();
     if (!kube) return kube.error();
     const PluginState& s = *state;
+    // Before the DaemonSet gains its node affinity: no node that serves GPUs
+    // now may lose its plugin.
+    if (!s.daemonset_matches) {
+      auto rollout = plan_rollout(ctx, s);
+      if (!rollout) return rollout.error();
+      for (const auto& n : rollout->to_label) {
+        auto r = label_gpu_present(**kube, n, ctx.deadline);
+        if (!r) return r.error();
+      }
+    }
     if (ctx.opts.replace_existing) {
       for (const auto& o : s.others) {
         auto r = (*kube)->remove(

@@ -5,6 +5,7 @@
 #include "kube/manifests.hpp"
 #include "plugin/device_plugin_plan.hpp"
 #include "run/cluster_facts.hpp"
+#include "run/host_role.hpp"
 #include "stages/stages.hpp"
 
 namespace gpunode {
@@ -22,13 +23,23 @@ class RuntimeClassStage : public Stage {
            "\nruntimeclass=nvidia handler=nvidia\n";
   }
 
-  bool writes_only_cluster_objects() const override { return true; }
+  bool writes_only_cluster_objects(Scope) const override { return true; }
+  // The node part reads it (the Node authorizer's NodeRules let a node get
+  // RuntimeClasses); only the cluster part creates it.
+  bool runs_in(Scope) const override { return true; }
 
   Check check(Context& ctx) override {
     auto kube = ctx.cluster();
     if (!kube) return from_error(ctx, kube.error());
     auto live = (*kube)->get(kPath, ctx.deadline);
     if (!live) return from_error(ctx, live.error());
+    if (!*live && !has_cluster_part(ctx.scope())) {
+      return blocked("runtimeclass.cluster-part",
+                     "RuntimeClass nvidia does not exist: the cluster part "
+                     "has not run yet (this node's identity may read it, "
+                     "not create it)",
+                     cluster_part_command());
+    }
     if (!*live) {
       Check c = needed(
           "runtimeclass.missing", "RuntimeClass nvidia does not exist",

@@ -1,5 +1,8 @@
 // THE ordered stage list, bottom layer first: a failure must name the lowest
-// broken layer (FACTS.md, "the six layers"), so order is behaviour. Adding a
+// broken layer (FACTS.md, "the six layers"), so order is behaviour. The
+// Node's GPU labels come once the node can run the plugin (handler,
+// RuntimeClass, image), so the DaemonSet, which selects on them, never
+// lands on a node that would leave its pod waiting. Adding a
 // stage is its file (stages/NAME_stage.cpp, defining make_NAME_stage()),
 // one line here, and its test; pipeline.cpp builds the list from this.
 #pragma once
@@ -15,6 +18,7 @@
   X(handler)              \
   X(runtimeclass)         \
   X(image)                \
+  X(labels)               \
   X(plugin)               \
   X(allocatable)          \
   X(smoke)

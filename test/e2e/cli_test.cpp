@@ -13,7 +13,7 @@ TEST_CASE("version prints the version and the stage list", "[cli]") {
   CHECK_THAT(r.out, Catch::StartsWith("gpunode "));
   CHECK_THAT(r.out,
              Catch::Contains("preflight driver toolkit handler runtimeclass "
-                             "image plugin allocatable smoke"));
+                             "image labels plugin allocatable smoke"));
 }
 
 TEST_CASE("help answers with exit 0 and lists the exit codes", "[cli]") {

@@ -48,8 +48,9 @@ TEST_CASE("plan on a fresh node: every write accepted by the dry run, none "
         json::array({"RuntimeClass nvidia",
                      "ConfigMap kube-system/nvidia-device-plugin-config",
                      "DaemonSet kube-system/nvidia-device-plugin-daemonset"}));
-  CHECK(totals["objects"]["update"].empty());
-  CHECK(totals["dry_run"]["accepted"] == 2);  // runtimeclass, plugin
+  // The node's GPU labels (the labels stage, issue 13).
+  CHECK(totals["objects"]["update"] == json::array({"Node gpu-node-1"}));
+  CHECK(totals["dry_run"]["accepted"] == 3);  // runtimeclass, labels, plugin
   CHECK(totals["dry_run"]["refused"] == 0);
   CHECK(totals["import_bytes"].get<std::uint64_t>() > 0);
   CHECK(totals["disk"]["needed_bytes"].get<std::uint64_t>() >=
@@ -58,13 +59,13 @@ TEST_CASE("plan on a fresh node: every write accepted by the dry run, none "
   CHECK(ev.at("stage:plugin")["facts"]["dry_run"] == "accepted");
   CHECK(ev.at("stage:plugin")["facts"]["plugin"]["replicas"] == 4);
   CHECK_THAT(plan.err, Catch::Contains("[plan]") &&
-                           Catch::Contains("would create 3, update 0, delete "
+                           Catch::Contains("would create 3, update 1, delete "
                                            "0 object(s) (the API server's dry "
                                            "run accepts them)"));
   // The dry run reached the server, and stored nothing.
   const json stats = node.sim->stats();
   CHECK(stats["writes"] == 0);
-  CHECK(stats["dry_run_writes"] == 3);
+  CHECK(stats["dry_run_writes"] == 4);
   CHECK(node.sim->object(kRcPath).is_null());
   CHECK(node.sim->object(kDsPath).is_null());
   CHECK(node.sim->object(kCmPath).is_null());

@@ -29,6 +29,11 @@ ClusterBed::ClusterBed(int gpus)
     g.mig = GpuInfo::Mig::kDisabled;
     gpus_.gpus.push_back(g);
   }
+  // A cluster of this one node: what a run with the cluster part lists to
+  // find every GPU node (plugin/gpu_nodes.cpp) says so, until a test says
+  // otherwise.
+  kube_->answer_list("/api/v1/nodes", {});
+  kube_->answer_list(all_plugin_pods_path(), {});
 }
 
 void ClusterBed::sharing(Variant variant, int replicas, bool rename_shared) {
@@ -96,6 +101,7 @@ void ClusterBed::other_daemonsets(const std::vector<OtherPluginSet>& others) {
 void ClusterBed::node_advertises(
     const std::map<std::string, long long>& resources) {
   kube_->put(node_path(), node_object(resources));
+  kube_->answer_list("/api/v1/nodes", {node_object(resources)});
 }
 
 void ClusterBed::node_missing(const std::vector<std::string>& nodes_there) {
@@ -110,6 +116,7 @@ void ClusterBed::plugin_pods(const std::vector<PluginPod>& pods) {
   std::vector<json> items;
   for (const auto& p : pods) items.push_back(pod_object(p));
   kube_->answer_list(plugin_pods_path(), items);
+  kube_->answer_list(all_plugin_pods_path(), items);
 }
 
 void ClusterBed::events_about(
@@ -167,6 +174,10 @@ json ClusterBed::pod_object(const PluginPod& pod) const {
   if (pod.deleting) metadata["deletionTimestamp"] = "2026-12-01T12:05:00Z";
   json spec = {{"nodeName", node_}};
   if (!pod.runtime_class.empty()) spec["runtimeClassName"] = pod.runtime_class;
+  // The template's volumes: what tells a node which ConfigMap its plugin
+  // reads (plugin/live_plugin.cpp).
+  const json tmpl = rendered().daemonset["spec"]["template"]["spec"];
+  if (tmpl.contains("volumes")) spec["volumes"] = tmpl["volumes"];
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata", metadata},
@@ -193,6 +204,11 @@ json ClusterBed::daemonset_object(const OtherPluginSet& other) {
                      {{{"name", "nvidia-device-plugin-ctr"},
                        {"image",
                         "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"}}})}}}}}}}};
+}
+
+std::string ClusterBed::all_plugin_pods_path() {
+  return std::string("/api/v1/namespaces/") + kPluginNamespace +
+         "/pods?labelSelector=name%3Dnvidia-device-plugin-ds";
 }
 
 std::string ClusterBed::plugin_pods_path() const {

@@ -119,6 +119,8 @@ class ClusterBed {
   std::string node_path() const { return "/api/v1/nodes/" + node_; }
   // The queries the allocatable stage lists the plugin's pods and events by.
   std::string plugin_pods_path() const;
+  // Every node's plugin pods (plugin/gpu_nodes.cpp lists them).
+  static std::string all_plugin_pods_path();
   static std::string events_path(const std::string& name);
   static std::string pod_log_path(const std::string& pod);
 

@@ -518,8 +518,11 @@ TEST_CASE("allocatable apply: the watch reaches the count with current pods",
   REQUIRE(stage->apply(bed.context(), c));
   std::vector<std::string> lines;
   for (const auto& r : bed.kube().requests()) lines.push_back(r.line());
-  // The pods are listed only once the count is there.
+  // The cluster's other GPU nodes are looked for first (there are none);
+  // the pods are listed only once the count is there.
   CHECK(lines == std::vector<std::string>{
+                     "LIST /api/v1/nodes",
+                     "LIST " + ClusterBed::all_plugin_pods_path(),
                      "WATCH /api/v1/nodes (metadata.name=gpu-node-1)",
                      "LIST " + bed.plugin_pods_path()});
   CHECK(bed.kube().writes().empty());

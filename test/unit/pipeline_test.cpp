@@ -15,7 +15,7 @@ std::vector<std::string> names(const StageList& l) {
 TEST_CASE("the pipeline runs the layers bottom-up", "[pipeline]") {
   CHECK(pipeline_stage_names() ==
         std::vector<std::string>{"preflight", "driver", "toolkit", "handler",
-                                 "runtimeclass", "image", "plugin",
+                                 "runtimeclass", "image", "labels", "plugin",
                                  "allocatable", "smoke"});
 }
 
@@ -26,9 +26,9 @@ TEST_CASE("stage selection with --only and --skip keep the pipeline's order",
   CHECK(names(*r) == std::vector<std::string>{"driver", "handler"});
   auto s = select_stages(make_pipeline(), {}, {"preflight", "toolkit"});
   REQUIRE(s);
-  CHECK(names(*s) == std::vector<std::string>{"driver", "handler",
-                                              "runtimeclass", "image", "plugin",
-                                              "allocatable", "smoke"});
+  CHECK(names(*s) == std::vector<std::string>{
+                         "driver", "handler", "runtimeclass", "image",
+                         "labels", "plugin", "allocatable", "smoke"});
 }
 
 TEST_CASE("an unknown stage name is a usage error listing the stages",
@@ -41,7 +41,7 @@ TEST_CASE("an unknown stage name is a usage error listing the stages",
   CHECK_THAT(
       r.error().message,
       Catch::Contains("preflight, driver, toolkit, handler, runtimeclass, "
-                      "image, plugin, allocatable, smoke"));
+                      "image, labels, plugin, allocatable, smoke"));
   auto s = select_stages(make_pipeline(), {}, {"nope"});
   REQUIRE_FALSE(s);
   CHECK_THAT(s.error().message,

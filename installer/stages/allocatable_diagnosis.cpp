@@ -1,0 +1,207 @@
+#include "stages/allocatable_diagnosis.hpp"
+
+#include "plugin/gpu_nodes.hpp"
+#include "run/host_role.hpp"
+
+namespace gpunode {
+namespace {
+
+using kube::json;
+using Deadline = std::chrono::steady_clock::time_point;
+
+std::string first_line(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
+std::string last_line(std::string s) {
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  const std::size_t nl = s.rfind('\n');
+  return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+std::string events_about(kube::Client& kube, const std::string& name,
+                                Deadline deadline) {
+  auto events =
+      kube.list(std::string("/api/v1/namespaces/") + kPluginNamespace +
+                    "/events?fieldSelector=involvedObject.name%3D" + name,
+                deadline);
+  std::string text;
+  if (!events) return text;
+  for (const auto& e : events->value("items", json::array())) {
+    text += e.value("reason", "") + ": " + e.value("message", "") + "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+bool Diagnosis::node_part() const {
+  return layer == "driver" || layer == "toolkit" || layer == "handler" ||
+         layer == "image";
+}
+
+// Bottom-up: the first layer whose trouble shows in the cluster.
+std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
+                                         const Expectation& want,
+                                         const json& node,
+                                         Deadline deadline) {
+  // The node's own identity cannot read DaemonSets (RBAC NodeRules): a
+  // missing pod then says the cluster part is missing.
+  const bool admin = has_cluster_part(ctx.scope());
+  if (admin) {
+    auto ds = kube.get(daemonset_path(), deadline);
+    if (!ds) return Diagnosis{"cluster", ds.error().message, ds.error().fix};
+    if (!*ds) {
+      return Diagnosis{"plugin", "the device plugin DaemonSet is not installed",
+                       "gpunode install (without --skip plugin)"};
+    }
+  }
+  auto pods = kube.list(plugin_pods_path(want.node), deadline);
+  if (!pods)
+    return Diagnosis{"cluster", pods.error().message, pods.error().fix};
+  const auto items = pods->value("items", json::array());
+  if (items.empty()) {
+    const std::string events = events_about(kube, kPluginDaemonSet, deadline);
+    if (events.find("RuntimeClass") != std::string::npos) {
+      return Diagnosis{
+          "runtimeclass",
+          "the DaemonSet cannot create its pod: " + first_line(events),
+          "gpunode install (the runtimeclass stage creates it)"};
+    }
+    if (!admin) {
+      return Diagnosis{"plugin",
+                       "no device plugin pod is scheduled on node " +
+                           want.node,
+                       cluster_part_command()};
+    }
+    return Diagnosis{"plugin",
+                     "no device plugin pod is scheduled on node " +
+                         want.node +
+                         (events.empty() ? "" : ": " + first_line(events)),
+                     "kubectl -n kube-system describe daemonset " +
+                         std::string(kPluginDaemonSet)};
+  }
+  const json& pod = items.front();
+  const std::string pod_name = pod["metadata"].value("name", "");
+  const std::string events = events_about(kube, pod_name, deadline);
+  std::string waiting, waiting_message;
+  for (const auto& cs :
+       pod["status"].value("containerStatuses", json::array())) {
+    if (cs.contains("state") && cs["state"].contains("waiting")) {
+      waiting = cs["state"]["waiting"].value("reason", "");
+      waiting_message = cs["state"]["waiting"].value("message", "");
+    }
+  }
+  if (waiting == "ImagePullBackOff" || waiting == "ErrImagePull" ||
+      waiting == "ErrImageNeverPull") {
+    return Diagnosis{
+        "image",
+        "plugin pod " + pod_name + " is " + waiting + ": the image " +
+            ctx.opts.image_ref +
+            " is not in k3s's containerd, and this air-gapped node can never "
+            "pull it",
+        "gpunode install --image-archive <the device plugin archive>"};
+  }
+  if (events.find("no runtime for \"nvidia\"") != std::string::npos) {
+    return Diagnosis{
+        "handler",
+        "plugin pod " + pod_name +
+            " cannot start: no runtime for \"nvidia\" is "
+            "configured (k3s started before the NVIDIA container toolkit)",
+        "sudo systemctl restart k3s, or gpunode install --restart-k3s"};
+  }
+  if (waiting == "CreateContainerConfigError" ||
+      events.find("configmap \"") != std::string::npos) {
+    return Diagnosis{
+        "plugin",
+        "plugin pod " + pod_name + " cannot mount its config: " +
+            first_line(events.empty() ? waiting_message : events),
+        "gpunode install (the plugin stage applies the ConfigMap)"};
+  }
+  if (waiting == "CrashLoopBackOff") {
+    auto log =
+        kube.get_text(std::string("/api/v1/namespaces/") + kPluginNamespace +
+                          "/pods/" + pod_name + "/log?tailLines=20",
+                      deadline);
+    return Diagnosis{"plugin",
+                     "plugin pod " + pod_name + " is crash-looping" +
+                         (log ? ": " + last_line(*log) : ""),
+                     "kubectl -n kube-system logs " + pod_name};
+  }
+  if (pod["status"].value("phase", "") != "Running") {
+    return Diagnosis{"plugin",
+                     "plugin pod " + pod_name + " is " +
+                         pod["status"].value("phase", "?") +
+                         (waiting.empty() ? "" : " (" + waiting + ")"),
+                     "kubectl -n kube-system describe pod " + pod_name};
+  }
+  if (!pod["spec"].contains("runtimeClassName")) {
+    return Diagnosis{
+        "plugin",
+        "plugin pod " + pod_name +
+            " runs without runtimeClassName: under runc it "
+            "cannot load NVML and advertises no GPU",
+        "apply the platform's manifest (it sets runtimeClassName: nvidia): "
+        "gpunode install"};
+  }
+  // Absent and "0" mean the same here: nothing schedulable.
+  const long long count =
+      node.is_null() ? 0 : advertised(node, want.plan->resource).value_or(0);
+  const std::string other =
+      want.plan->resource == kGpuResource ? kSharedGpuResource : kGpuResource;
+  const long long other_count =
+      node.is_null() ? 0 : advertised(node, other).value_or(0);
+  if (count == 0 && other_count > 0) {
+    return Diagnosis{
+        "plugin",
+        "node advertises " + other + ": " + std::to_string(other_count) +
+            " but not " + want.plan->resource +
+            ": workloads asking for one will not schedule (renameByDefault)",
+        "use the same --rename-shared setting as the cluster's workloads "
+        "(GEO_MLOPS_SERVING_GPU_RESOURCE)"};
+  }
+  const auto annotations =
+      pod["metadata"].value("annotations", json::object());
+  if (annotations.value(kConfigHashAnnotation, "") !=
+      want.plan->config_hash) {
+    return Diagnosis{"plugin",
+                     "plugin pod " + pod_name +
+                         " still runs the previous config (the plugin "
+                         "reads it only at start)",
+                     "kubectl -n kube-system rollout restart ds/" +
+                         std::string(kPluginDaemonSet)};
+  }
+  if (count == 0) {
+    auto log =
+        kube.get_text(std::string("/api/v1/namespaces/") + kPluginNamespace +
+                          "/pods/" + pod_name + "/log?tailLines=20",
+                      deadline);
+    const bool nvml = log && log->find("NVML") != std::string::npos;
+    return Diagnosis{
+        nvml ? "handler" : "plugin",
+        "plugin pod " + pod_name + " runs but advertises no GPU" +
+            (log ? ": " + last_line(*log) : ""),
+        nvml
+            ? "check the handler layer: gpunode status --only toolkit,handler"
+            : "kubectl -n kube-system logs " + pod_name};
+  }
+  if (count < want.count()) {
+    return Diagnosis{"driver",
+                     "node advertises " + std::to_string(count) + " of " +
+                         std::to_string(want.count()) +
+                         ": a GPU is unhealthy or in MIG mode",
+                     "nvidia-smi -q | grep -iE 'mig mode|xid|retired'; "
+                     "gpunode status --only driver"};
+  }
+  if (count > want.count()) {
+    return Diagnosis{
+        "plugin",
+        "node advertises " + std::to_string(count) + ", more than " +
+            std::to_string(want.count()) +
+            ": another device plugin (or an old config) advertises too",
+        "kubectl get ds -A | grep -i device-plugin"};
+  }
+  return std::nullopt;
+}
+
+
+}  // namespace gpunode

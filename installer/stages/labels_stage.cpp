@@ -1,0 +1,106 @@
+// labels: this node's Node carries the GPU labels (plugin/gpu_labels.hpp)
+// for what the driver layer counts, so the device plugin DaemonSet (node
+// affinity on nvidia.com/gpu.present=true) runs here, the cluster part knows
+// how many slots to expect, and workloads can select GPU nodes. Written by
+// server-side apply of the labels alone, as the node's own identity may:
+// the Node authorizer lets a node patch its own Node object, and
+// NodeRestriction (plugin/pkg/admission/noderestriction/admission.go
+// admitNode) refuses only labels under node-restriction.kubernetes.io/ and
+// the restricted kubernetes.io/ and k8s.io ones, not nvidia.com/.
+// It comes after the node's own layers: a node is labelled a GPU node only
+// once the plugin can run on it.
+#include "plugin/gpu_labels.hpp"
+#include "run/cluster_facts.hpp"
+#include "stages/stages.hpp"
+
+namespace gpunode {
+namespace {
+
+using kube::json;
+
+class LabelsStage : public Stage {
+ public:
+  std::string_view name() const override { return "labels"; }
+  std::string_view layer() const override { return "node labels"; }
+  bool writes_only_cluster_objects(Scope) const override { return true; }
+
+  std::string inputs(Context& ctx) const override {
+    return "node=" + ctx.opts.node + "\n";
+  }
+
+  Check check(Context& ctx) override {
+    auto want = wanted(ctx);
+    if (!want) return cluster_blocked(ctx, want.error(), "labels.unknown");
+    auto kube = ctx.cluster();
+    if (!kube) return cluster_blocked(ctx, kube.error(), "labels.unknown");
+    auto live = (*kube)->get("/api/v1/nodes/" + want->node, ctx.deadline);
+    if (!live) return cluster_blocked(ctx, live.error(), "labels.unknown");
+    if (!*live) {
+      const Error e =
+          node_not_in_cluster(ctx, **kube, want->node, ctx.deadline);
+      return blocked("labels.no-node", e.message, e.fix, e.exit);
+    }
+    const json have = (**live)["metadata"].value("labels", json::object());
+    std::string differ;
+    for (const auto& [key, value] : want->labels) {
+      if (have.value(key, "") == value) continue;
+      differ += (differ.empty() ? "" : ", ") + key + "=" + value +
+                (have.contains(key)
+                     ? " (now " + have.value(key, std::string("?")) + ")"
+                     : "");
+    }
+    Check c = differ.empty()
+                  ? satisfied("labels.ok", "node " + want->node +
+                                               " is labelled as a GPU node (" +
+                                               list(want->labels) + ")")
+                  : needed("labels.apply",
+                           "node " + want->node + " lacks GPU labels",
+                           "label node " + want->node + ": " + differ);
+    c.facts["node"] = want->node;
+    c.facts["labels"] = want->labels;
+    if (!differ.empty()) c.facts["objects"]["update"] = {"Node " + want->node};
+    return c;
+  }
+
+  Result<void> apply(Context& ctx, const Check&) override {
+    auto want = wanted(ctx);
+    if (!want) return want.error();
+    auto kube = ctx.cluster();
+    if (!kube) return kube.error();
+    const json node{{"apiVersion", "v1"},
+                    {"kind", "Node"},
+                    {"metadata", {{"name", want->node}, {"labels", want->labels}}}};
+    auto applied =
+        (*kube)->apply("/api/v1/nodes/" + want->node, node, ctx.deadline);
+    if (!applied) return applied.error();
+    return {};
+  }
+
+ private:
+  struct Wanted {
+    std::string node;
+    std::map<std::string, std::string> labels;
+  };
+
+  static Result<Wanted> wanted(Context& ctx) {
+    auto node = ctx.node();
+    if (!node) return node.error();
+    auto gpus = ctx.gpus();
+    if (!gpus) return gpus.error();
+    return Wanted{*node, gpu_labels_for(**gpus)};
+  }
+
+  static std::string list(const std::map<std::string, std::string>& labels) {
+    std::string out;
+    for (const auto& [k, v] : labels) out += (out.empty() ? "" : ", ") + k + "=" + v;
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_labels_stage() {
+  return std::make_unique<LabelsStage>();
+}
+
+}  // namespace gpunode

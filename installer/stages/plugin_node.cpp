@@ -1,0 +1,120 @@
+#include "stages/plugin_node.hpp"
+
+#include <algorithm>
+
+#include "plugin/device_plugin_plan.hpp"
+#include "plugin/gpu_labels.hpp"
+#include "plugin/live_plugin.hpp"
+#include "run/cluster_facts.hpp"
+#include "run/host_role.hpp"
+
+namespace gpunode {
+namespace {
+
+using kube::json;
+
+// How long a node just labelled waits for the DaemonSet controller to start
+// its pod: it reacts to a Node label change at once (pkg/controller/daemon
+// updateNode), so this is the API server and kubelet's time, not a queue.
+constexpr std::chrono::seconds kPodWait{45};
+
+bool same_settings(const Sharing& a, const Sharing& b) {
+  return a.resource() == b.resource() &&
+         (a.time_slicing() ? a.replicas : 1) ==
+             (b.time_slicing() ? b.replicas : 1);
+}
+
+json settings_facts(const LivePlugin& live) {
+  return {{"variant", variant_name(live.sharing.variant)},
+          {"replicas", live.sharing.time_slicing() ? live.sharing.replicas : 1},
+          {"resource", live.sharing.resource()},
+          {"config_hash", live.config_hash},
+          {"seen_in", live.seen_in}};
+}
+
+}  // namespace
+
+Check check_plugin_from_node(Context& ctx) {
+  auto node = ctx.node();
+  if (!node) return cluster_blocked(ctx, node.error(), "plugin.node");
+  auto live = ctx.live_plugin();
+  if (!live) return cluster_blocked(ctx, live.error(), "plugin.node");
+  if (!*live) {
+    Check c = needed(
+        "plugin.no-pod", "no device plugin pod runs on node " + *node + " yet",
+        "wait for the cluster part's DaemonSet to start one here (node " +
+            *node + " is labelled " + kGpuPresentLabel + "=true)");
+    c.details.push_back("if the cluster part has not run: " +
+                        cluster_part_command());
+    return c;
+  }
+  const LivePlugin& l = **live;
+  const std::string runs = describe(l.sharing);
+  if (ctx.opts.sharing_given && !same_settings(ctx.opts.sharing, l.sharing)) {
+    Check c = blocked(
+        "plugin.cluster-settings",
+        "the cluster's device plugin runs " + runs + "; this run asks for " +
+            describe(ctx.opts.sharing) +
+            ", but one DaemonSet and one ConfigMap serve every GPU node: a "
+            "node cannot choose its own",
+        "rerun here without --variant/--replicas/--rename-shared to take the "
+        "cluster's settings; or change them for every GPU node, on a server: "
+        "sudo gpunode install --scope cluster --all-nodes --variant " +
+            std::string(variant_name(ctx.opts.sharing.variant)) +
+            (ctx.opts.sharing.time_slicing()
+                 ? " --replicas " + std::to_string(ctx.opts.sharing.replicas)
+                 : std::string()));
+    c.facts["cluster_plugin"] = settings_facts(l);
+    return c;
+  }
+  Check c = satisfied("plugin.ok", "device plugin pod " + l.pod +
+                                       " runs on node " + *node +
+                                       " (the cluster runs " + runs + ")");
+  if (!l.pod_hash.empty() && l.pod_hash != l.config_hash) {
+    c.details.push_back("pod " + l.pod +
+                        " started with an earlier config; the DaemonSet "
+                        "replaces it (the allocatable stage waits for that)");
+  }
+  c.facts["cluster_plugin"] = settings_facts(l);
+  c.facts["plugin"] = {{"variant", variant_name(l.sharing.variant)},
+                       {"replicas",
+                        l.sharing.time_slicing() ? l.sharing.replicas : 1},
+                       {"resource", l.sharing.resource()},
+                       {"pod", l.pod}};
+  return c;
+}
+
+Result<void> wait_for_plugin_pod(Context& ctx) {
+  if (ctx.previewing()) return {};
+  auto kube = ctx.cluster();
+  if (!kube) return kube.error();
+  auto node = ctx.node();
+  if (!node) return node.error();
+  const auto deadline =
+      std::min(ctx.deadline, ctx.host.clock().steady_now() + kPodWait);
+  bool found = false;
+  auto watched = (*kube)->watch(
+      std::string("/api/v1/namespaces/") + kPluginNamespace + "/pods",
+      "spec.nodeName=" + *node,
+      [&](const std::string& type, const json& pod) {
+        if (type == "DELETED") return kube::WatchStep::kContinue;
+        const json labels =
+            pod["metadata"].value("labels", json::object());
+        found = labels.value("name", "") == "nvidia-device-plugin-ds" &&
+                !pod["metadata"].contains("deletionTimestamp");
+        return found ? kube::WatchStep::kDone : kube::WatchStep::kContinue;
+      },
+      deadline);
+  if (found) return {};
+  if (!watched && watched.error().exit != ExitCode::kTimeout)
+    return watched.error();
+  return Error{ExitCode::kBlocked, "plugin",
+               "no device plugin pod came to node " + *node + " within " +
+                   std::to_string(kPodWait.count()) +
+                   "s: the cluster part has not applied the DaemonSet, or it "
+                   "does not select this node (" +
+                   kGpuPresentLabel + "=true)",
+               cluster_part_command()};
+}
+
+}  // namespace gpunode
