@@ -23,6 +23,10 @@ class Containerd {
   // --pdeathsig, where available). Throws std::runtime_error, with the tail
   // of containerd's log, when it does not come up within 10 s.
   static Containerd& shared();
+  // Another one, of the caller's own (one per simulated node of a cluster):
+  // the same set-up and guarantees, stopped when the pointer goes. Throws
+  // as shared() does.
+  static std::unique_ptr<Containerd> start_private();
 
   ~Containerd();
   Containerd(const Containerd&) = delete;
