@@ -53,10 +53,10 @@ SimClusterOptions four_nodes() {
 // kube-apiserver's 403 Status as the simulator serializes it.
 std::string forbidden_body(const std::string& message,
                            const nlohmann::ordered_json& details) {
-  nlohmann::ordered_json body = {{"kind", "Status"},     {"apiVersion", "v1"},
-               {"metadata", json::object()}, {"status", "Failure"},
-               {"message", message}, {"reason", "Forbidden"},
-               {"details", details}, {"code", 403}};
+  nlohmann::ordered_json body = {
+      {"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", json::object()},
+      {"status", "Failure"}, {"message", message}, {"reason", "Forbidden"},
+      {"details", details},  {"code", 403}};
   return body.dump() + "\n";
 }
 
@@ -69,8 +69,8 @@ std::string apply_labels(const std::string& node, const json& labels) {
 
 // The nodes the DaemonSet's pods are bound to (the scheduler binds them).
 std::set<std::string> ds_pod_nodes(SimCluster& c, const std::string& label) {
-  Run r = c.kubectl({"get", "pods", "-n", "kube-system", "-l", label, "-o",
-                     "json"});
+  Run r = c.kubectl(
+      {"get", "pods", "-n", "kube-system", "-l", label, "-o", "json"});
   std::set<std::string> out;
   const json pods = json::parse(r.out, nullptr, false);
   if (!pods.is_object()) return {"(kubectl failed: " + r.err + ")"};
@@ -91,8 +91,9 @@ std::string mode_of(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("sim cluster: a kubelet's identity as Node and NodeRestriction decide",
-          "[e2e][sim]") {
+TEST_CASE(
+    "sim cluster: a kubelet's identity as Node and NodeRestriction decide",
+    "[e2e][sim]") {
   REQUIRE_PARTS();
   SimCluster c(four_nodes());
   K3sSim& sim = c.sim();
@@ -102,22 +103,24 @@ TEST_CASE("sim cluster: a kubelet's identity as Node and NodeRestriction decide"
                      manifest("runtimeclass-nvidia.yml")})
               .exit_code == 0);
   const std::string ds = c.sim().dir() + "/mounts.yml";
-  write_text(ds,
-             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-mounted\n"
-             "  namespace: kube-system\ndata:\n  k: v\n---\n"
-             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-other\n"
-             "  namespace: kube-system\ndata:\n  k: v\n---\n"
-             "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: mounts\n"
-             "  namespace: kube-system\nspec:\n  selector:\n    matchLabels:\n"
-             "      app: mounts\n  template:\n    metadata:\n      labels:\n"
-             "        app: mounts\n    spec:\n      containers:\n      - name: c\n"
-             "        image: registry.example/pause:1\n        volumeMounts:\n"
-             "        - name: cfg\n          mountPath: /cfg\n      volumes:\n"
-             "      - name: cfg\n        configMap:\n          name: cm-mounted\n");
+  write_text(
+      ds,
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-mounted\n"
+      "  namespace: kube-system\ndata:\n  k: v\n---\n"
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-other\n"
+      "  namespace: kube-system\ndata:\n  k: v\n---\n"
+      "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: mounts\n"
+      "  namespace: kube-system\nspec:\n  selector:\n    matchLabels:\n"
+      "      app: mounts\n  template:\n    metadata:\n      labels:\n"
+      "        app: mounts\n    spec:\n      containers:\n      - name: c\n"
+      "        image: registry.example/pause:1\n        volumeMounts:\n"
+      "        - name: cfg\n          mountPath: /cfg\n      volumes:\n"
+      "      - name: cfg\n        configMap:\n          name: cm-mounted\n");
   Run applied = c.kubectl({"apply", "--server-side", "-f", ds});
   INFO(applied.err);
   REQUIRE(applied.exit_code == 0);
-  REQUIRE(eventually([&] { return ds_pod_nodes(c, "app=mounts").size() == 4; }));
+  REQUIRE(
+      eventually([&] { return ds_pod_nodes(c, "app=mounts").size() == 4; }));
 
   struct Case {
     const char* what;
@@ -130,11 +133,12 @@ TEST_CASE("sim cluster: a kubelet's identity as Node and NodeRestriction decide"
   const std::vector<Case> cases = {
       {"GET its own Node", "GET", "/api/v1/nodes/gpu-a", "", "", 200, ""},
       {"GET another Node", "GET", "/api/v1/nodes/gpu-b", "", "", 403,
-       forbidden_body("nodes \"gpu-b\" is forbidden: User \"system:node:gpu-a\" "
-                      "cannot get resource \"nodes\" in API group \"\" at the "
-                      "cluster scope: node 'gpu-a' cannot read 'gpu-b', only "
-                      "its own Node object",
-                      {{"name", "gpu-b"}, {"kind", "nodes"}})},
+       forbidden_body(
+           "nodes \"gpu-b\" is forbidden: User \"system:node:gpu-a\" "
+           "cannot get resource \"nodes\" in API group \"\" at the "
+           "cluster scope: node 'gpu-a' cannot read 'gpu-b', only "
+           "its own Node object",
+           {{"name", "gpu-b"}, {"kind", "nodes"}})},
       {"LIST all nodes", "GET", "/api/v1/nodes", "", "", 403,
        forbidden_body("nodes is forbidden: User \"system:node:gpu-a\" cannot "
                       "list resource \"nodes\" in API group \"\" at the "
@@ -144,8 +148,7 @@ TEST_CASE("sim cluster: a kubelet's identity as Node and NodeRestriction decide"
       {"LIST nodes with its own name", "GET",
        "/api/v1/nodes?fieldSelector=metadata.name%3Dgpu-a", "", "", 200, ""},
       {"WATCH nodes with another name", "GET",
-       "/api/v1/nodes?watch=1&fieldSelector=metadata.name%3Dgpu-b", "", "",
-       403,
+       "/api/v1/nodes?watch=1&fieldSelector=metadata.name%3Dgpu-b", "", "", 403,
        forbidden_body("nodes \"gpu-b\" is forbidden: User "
                       "\"system:node:gpu-a\" cannot watch resource \"nodes\" "
                       "in API group \"\" at the cluster scope: node 'gpu-a' "
@@ -168,8 +171,8 @@ TEST_CASE("sim cluster: a kubelet's identity as Node and NodeRestriction decide"
                        {"kind", "daemonsets"}})},
       {"GET a RuntimeClass", "GET",
        "/apis/node.k8s.io/v1/runtimeclasses/nvidia", "", "", 200, ""},
-      {"LIST RuntimeClasses", "GET", "/apis/node.k8s.io/v1/runtimeclasses",
-       "", "", 200, ""},
+      {"LIST RuntimeClasses", "GET", "/apis/node.k8s.io/v1/runtimeclasses", "",
+       "", 200, ""},
       {"LIST pods everywhere", "GET", "/api/v1/pods", "", "", 403,
        forbidden_body("pods is forbidden: User \"system:node:gpu-a\" cannot "
                       "list resource \"pods\" in API group \"\" at the "
@@ -179,8 +182,7 @@ TEST_CASE("sim cluster: a kubelet's identity as Node and NodeRestriction decide"
       {"LIST its own pods", "GET",
        "/api/v1/pods?fieldSelector=spec.nodeName%3Dgpu-a", "", "", 200, ""},
       {"GET a ConfigMap its pod mounts", "GET",
-       "/api/v1/namespaces/kube-system/configmaps/cm-mounted", "", "", 200,
-       ""},
+       "/api/v1/namespaces/kube-system/configmaps/cm-mounted", "", "", 200, ""},
       {"GET a ConfigMap no pod of it mounts", "GET",
        "/api/v1/namespaces/kube-system/configmaps/cm-other", "", "", 403,
        forbidden_body("configmaps \"cm-other\" is forbidden: User "
@@ -216,8 +218,7 @@ TEST_CASE("sim cluster: a kubelet's identity as Node and NodeRestriction decide"
        forbidden_body("nodes \"gpu-a\" is forbidden: is not allowed to modify "
                       "labels: node-role.kubernetes.io/worker",
                       {{"name", "gpu-a"}, {"kind", "nodes"}})},
-      {"apply a node-restriction label, dry run", "PATCH",
-       own + "&dryRun=All",
+      {"apply a node-restriction label, dry run", "PATCH", own + "&dryRun=All",
        apply_labels("gpu-a", {{"node-restriction.kubernetes.io/x", "y"}}),
        apply, 403,
        forbidden_body("nodes \"gpu-a\" is forbidden: is not allowed to modify "
@@ -240,9 +241,9 @@ TEST_CASE("sim cluster: a kubelet's identity as Node and NodeRestriction decide"
   };
   // One cluster for the whole table (a SECTION would start one per row).
   for (const Case& k : cases) {
-    ApiResponse r = sim.api_as("gpu-a", k.method, k.path, k.body,
-                               k.content_type.empty() ? "application/json"
-                                                      : k.content_type);
+    ApiResponse r = sim.api_as(
+        "gpu-a", k.method, k.path, k.body,
+        k.content_type.empty() ? "application/json" : k.content_type);
     INFO(k.what << ": " << r.body);
     CHECK(r.status == k.code);
     if (k.code == 403) CHECK(r.body == k.forbidden);
@@ -270,8 +271,8 @@ TEST_CASE("sim cluster: a kubelet's identity as Node and NodeRestriction decide"
       CHECK(sim.api("GET", path).status == 200);
     }
     CHECK(sim.api("PATCH", "/api/v1/nodes/gpu-b?fieldManager=admin",
-                  apply_labels("gpu-b", {{"node-role.kubernetes.io/worker",
-                                          "true"}}),
+                  apply_labels("gpu-b",
+                               {{"node-role.kubernetes.io/worker", "true"}}),
                   apply)
               .status == 200);
   }
@@ -302,8 +303,8 @@ TEST_CASE("sim cluster: kubelet credentials where k3s writes them",
     INFO(own.err);
     CHECK(own.exit_code == 0);
     CHECK(own.out == "node/" + name + "\n");
-    Run other = c.kubectl_as(name, {"get", "node", name == "srv" ? "gpu-a"
-                                                                   : "srv"});
+    Run other =
+        c.kubectl_as(name, {"get", "node", name == "srv" ? "gpu-a" : "srv"});
     CHECK(other.exit_code != 0);
     CHECK_THAT(other.err, Catch::Contains("only its own Node object"));
   }
@@ -317,29 +318,31 @@ TEST_CASE("sim cluster: kubelet credentials where k3s writes them",
       "node-role.kubernetes.io/control-plane"));
   CHECK_FALSE(agent["metadata"]["labels"].contains(
       "node-role.kubernetes.io/control-plane"));
-  CHECK_FALSE(agent["metadata"]["labels"].contains(
-      "node-role.kubernetes.io/master"));
+  CHECK_FALSE(
+      agent["metadata"]["labels"].contains("node-role.kubernetes.io/master"));
   CHECK(srv["status"]["addresses"][0]["address"] !=
         agent["status"]["addresses"][0]["address"]);
 }
 
-TEST_CASE("sim cluster: a DaemonSet with gpu.present affinity follows the label",
-          "[e2e][sim]") {
+TEST_CASE(
+    "sim cluster: a DaemonSet with gpu.present affinity follows the label",
+    "[e2e][sim]") {
   REQUIRE_PARTS();
   SimCluster c(four_nodes());
   const std::string ds = c.sim().dir() + "/affine.yml";
-  write_text(ds,
-             "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: affine\n"
-             "  namespace: kube-system\nspec:\n  selector:\n    matchLabels:\n"
-             "      app: affine\n  template:\n    metadata:\n      labels:\n"
-             "        app: affine\n    spec:\n      affinity:\n"
-             "        nodeAffinity:\n"
-             "          requiredDuringSchedulingIgnoredDuringExecution:\n"
-             "            nodeSelectorTerms:\n            - matchExpressions:\n"
-             "              - key: nvidia.com/gpu.present\n"
-             "                operator: In\n                values: [\"true\"]\n"
-             "      containers:\n      - name: c\n"
-             "        image: registry.example/pause:1\n");
+  write_text(
+      ds,
+      "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: affine\n"
+      "  namespace: kube-system\nspec:\n  selector:\n    matchLabels:\n"
+      "      app: affine\n  template:\n    metadata:\n      labels:\n"
+      "        app: affine\n    spec:\n      affinity:\n"
+      "        nodeAffinity:\n"
+      "          requiredDuringSchedulingIgnoredDuringExecution:\n"
+      "            nodeSelectorTerms:\n            - matchExpressions:\n"
+      "              - key: nvidia.com/gpu.present\n"
+      "                operator: In\n                values: [\"true\"]\n"
+      "      containers:\n      - name: c\n"
+      "        image: registry.example/pause:1\n");
   REQUIRE(c.kubectl({"apply", "--server-side", "-f", ds}).exit_code == 0);
   const std::string path =
       "/apis/apps/v1/namespaces/kube-system/daemonsets/affine";
@@ -349,12 +352,12 @@ TEST_CASE("sim cluster: a DaemonSet with gpu.present affinity follows the label"
   CHECK(ds_pod_nodes(c, "app=affine").empty());
 
   // The node's own identity labels it; the pod follows.
-  REQUIRE(c.sim()
-              .api_as("gpu-a", "PATCH",
-                      "/api/v1/nodes/gpu-a?fieldManager=gpunode",
-                      apply_labels("gpu-a", {{"nvidia.com/gpu.present", "true"}}),
-                      "application/apply-patch+yaml")
-              .status == 200);
+  REQUIRE(
+      c.sim()
+          .api_as("gpu-a", "PATCH", "/api/v1/nodes/gpu-a?fieldManager=gpunode",
+                  apply_labels("gpu-a", {{"nvidia.com/gpu.present", "true"}}),
+                  "application/apply-patch+yaml")
+          .status == 200);
   CHECK(eventually([&] {
     return ds_pod_nodes(c, "app=affine") == std::set<std::string>{"gpu-a"};
   }));
@@ -415,8 +418,9 @@ TEST_CASE(
   std::set<std::string> stuck;
   for (const auto& e : list["items"]) {
     if (e.value("reason", "") == "FailedCreatePodSandBox" &&
-        e.value("message", "").find(
-            "no runtime for \"nvidia\" is configured") != std::string::npos)
+        e.value("message", "")
+                .find("no runtime for \"nvidia\" is configured") !=
+            std::string::npos)
       stuck.insert(e["source"].value("host", ""));
   }
   CHECK(stuck == std::set<std::string>{"cpu-c", "srv"});
@@ -439,11 +443,27 @@ TEST_CASE(
   CHECK(c.object(kDsPath)["status"]["numberReady"] == 2);
 }
 
-TEST_CASE("sim cluster: gpunode status runs against an agent", "[e2e][sim]") {
+TEST_CASE("sim cluster: gpunode status reads each node's own tree",
+          "[e2e][sim]") {
   REQUIRE_PARTS();
   SimCluster c(four_nodes());
-  Run r = c.gpunode("gpu-a", {"status"});
-  INFO(r.out << r.err);
-  // It reads this node's tree: its node name and its two GPUs.
-  CHECK_THAT(r.out + r.err, Catch::Contains("gpu-a"));
+  // Each node's env and root: its own unit, its own GPUs (or none).
+  Run a = c.gpunode("gpu-a", {"status"});
+  Run b = c.gpunode("gpu-b", {"status"});
+  Run cpu = c.gpunode("cpu-c", {"status"});
+  CHECK_THAT(a.out + a.err,
+             Catch::Contains("k3s installed (/etc/systemd/system/"
+                             "k3s-agent.service)") &&
+                 Catch::Contains("2 GPUs: 2x NVIDIA H200"));
+  CHECK_THAT(b.out + b.err, Catch::Contains("4 GPUs: 4x NVIDIA H200"));
+  CHECK_THAT(cpu.out + cpu.err, !Catch::Contains("NVIDIA H200"));
+  // Agents have no admin kubeconfig (gpunode of this branch says so).
+  CHECK_THAT(a.out + a.err,
+             Catch::Contains("/etc/rancher/k3s/k3s.yaml does not "
+                             "exist"));
+  Run srv = c.gpunode("srv", {"status"});
+  // The server reached the cluster with the admin kubeconfig.
+  CHECK_THAT(srv.out + srv.err,
+             Catch::Contains("RuntimeClass nvidia does not exist") &&
+                 !Catch::Contains("/etc/rancher/k3s/k3s.yaml does not exist"));
 }

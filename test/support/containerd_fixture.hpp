@@ -81,8 +81,8 @@ bool containerd_available();
 
 // An end-to-end test that needs the real containerd fails (never passes)
 // without it: CI has it, so a missing one is a broken machine.
-#define REQUIRE_PARTS()                                                    \
-  if (!gpunode::test::containerd_available())                              \
-    FAIL("needs root and Debian's containerd");                           \
-  do {                                                                     \
+#define REQUIRE_PARTS()                         \
+  if (!gpunode::test::containerd_available())   \
+    FAIL("needs root and Debian's containerd"); \
+  do {                                          \
   } while (false)

@@ -650,8 +650,7 @@ std::string K3sSim::write_kubelet_credentials(const std::string& node,
   const std::string kubeconfig = dir + "/kubelet.kubeconfig";
   write_text(kubeconfig, kubelet_kubeconfig_text(url, kAgentDir), 0600);
   creds.kubectl_kubeconfig = impl_->dir->path() + "/kubelet-" + node + ".yaml";
-  write_text(creds.kubectl_kubeconfig, kubelet_kubeconfig_text(url, dir),
-             0600);
+  write_text(creds.kubectl_kubeconfig, kubelet_kubeconfig_text(url, dir), 0600);
   impl_->kubelets[node] = std::move(creds);
   return kubeconfig;
 }

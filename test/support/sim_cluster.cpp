@@ -34,11 +34,11 @@ SimCluster::SimCluster(SimClusterOptions o) {
     roots_.push_back(std::make_unique<TempDir>());
     containerds_.push_back(Containerd::start_private());
     const std::string root = roots_.back()->path() + "/node";
-    make_node_tree(root,
-                   spec.scenario.empty() ? default_scenario(spec) : spec.scenario,
-                   spec.name);
-    nodes_.push_back(
-        Node{spec.name, root, spec.server, spec.gpus, containerds_.back().get()});
+    make_node_tree(
+        root, spec.scenario.empty() ? default_scenario(spec) : spec.scenario,
+        spec.name);
+    nodes_.push_back(Node{spec.name, root, spec.server, spec.gpus,
+                          containerds_.back().get()});
     SimNodeConfig config;
     config.name = spec.name;
     config.root = root;
@@ -90,8 +90,8 @@ const std::string& SimCluster::image_archive() const { return archive_; }
 std::vector<std::string> SimCluster::env(const Node& n) const {
   const char* path = std::getenv("PATH");
   return {"PATH=" + n.containerd->bin_dir() + ":" +
-              std::string(GPUNODE_TEST_SIM) + "/bin:" +
-              (path ? path : "/usr/bin:/bin"),
+              std::string(GPUNODE_TEST_SIM) +
+              "/bin:" + (path ? path : "/usr/bin:/bin"),
           "GPUNODE_SIM_GPU_COUNT=" + std::to_string(n.gpus),
           "GPUNODE_SIM_ROOT=" + n.root};
 }
@@ -125,7 +125,8 @@ nlohmann::json SimCluster::object(const std::string& api_path) {
   return sim_->object(api_path);
 }
 
-void SimCluster::set_node(const std::string& node, const nlohmann::json& knobs) {
+void SimCluster::set_node(const std::string& node,
+                          const nlohmann::json& knobs) {
   nlohmann::json body = knobs;
   body["name"] = node;
   sim_->set_node(body);

@@ -20,9 +20,9 @@ namespace gpunode::test {
 struct SimNodeSpec {
   std::string name;
   bool server = false;
-  int gpus = 0;            // 0: CPU-only
-  std::string scenario;    // host-tree.sh scenario; empty: good-v3 / agent /
-                           // cpu-server / cpu-agent
+  int gpus = 0;          // 0: CPU-only
+  std::string scenario;  // host-tree.sh scenario; empty: good-v3 / agent /
+                         // cpu-server / cpu-agent
   bool embedded_registry_mirror = false;
 };
 
