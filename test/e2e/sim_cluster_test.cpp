@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
@@ -466,4 +467,82 @@ TEST_CASE("sim cluster: gpunode status reads each node's own tree",
   CHECK_THAT(srv.out + srv.err,
              Catch::Contains("RuntimeClass nvidia does not exist") &&
                  !Catch::Contains("/etc/rancher/k3s/k3s.yaml does not exist"));
+}
+
+namespace {
+
+constexpr const char* kPluginImage = "nvcr.io/nvidia/k8s-device-plugin:v0.19.3";
+constexpr const char* kPluginRepo = "nvcr.io/nvidia/k8s-device-plugin";
+
+// Imports the plugin archive into the node's containerd; with `by_digest`
+// also names it REPO@sha256:..., the shape the embedded mirror can serve.
+void import_plugin(SimCluster& c, const std::string& node, bool by_digest) {
+  Containerd& ctd = *c.node(node).containerd;
+  REQUIRE(ctd.ctr({"images", "import", c.image_archive()}).succeeded());
+  if (!by_digest) return;
+  gpunode::ProcessResult ls =
+      ctd.ctr({"images", "ls", "name==" + std::string(kPluginImage)});
+  const std::size_t at = ls.out.find("sha256:");
+  REQUIRE(at != std::string::npos);
+  const std::string digest = ls.out.substr(at, 71);
+  REQUIRE(ctd.ctr({"images", "tag", kPluginImage,
+                   std::string(kPluginRepo) + "@" + digest})
+              .succeeded());
+}
+
+std::string kubelet_events(SimCluster& c, const std::string& node) {
+  Run events = c.kubectl({"get", "events", "-n", "kube-system", "-o", "json"});
+  const json list = json::parse(events.out);
+  std::string out;
+  for (const auto& e : list["items"])
+    if (e["source"].value("host", "") == node)
+      out += e.value("reason", "") + ": " + e.value("message", "") + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sim cluster: the embedded registry mirror pulls from a peer",
+          "[e2e][sim]") {
+  REQUIRE_PARTS();
+  struct Row {
+    const char* what;
+    bool mirror, by_digest, pulled;
+  };
+  const Row row = GENERATE(
+      Row{"mirror on, the peer holds a digest reference", true, true, true},
+      Row{"mirror on, the peer holds only the tag", true, false, false},
+      Row{"mirror off", false, true, false});
+  INFO(row.what);
+  SimClusterOptions o;
+  o.nodes = {{"srv", true, 0, "", row.mirror},
+             {"gpu-a", false, 2, "", row.mirror},
+             {"gpu-b", false, 4, "", row.mirror}};
+  SimCluster c(o);
+  import_plugin(c, "gpu-a", row.by_digest);
+  REQUIRE(c.kubectl({"apply", "--server-side", "-f",
+                     manifest("runtimeclass-nvidia.yml"), "-f",
+                     manifest("nvidia-device-plugin.yml")})
+              .exit_code == 0);
+  CHECK(eventually([&] { return c.allocatable("gpu-a") == "2"; }));
+  if (row.pulled) {
+    CHECK(eventually([&] { return c.allocatable("gpu-b") == "4"; },
+                     std::chrono::seconds(60)));
+    const std::string events = kubelet_events(c, "gpu-b");
+    CHECK_THAT(events,
+               Catch::Contains("Pulling: Pulling image \"" +
+                               std::string(kPluginImage) + "\"") &&
+                   Catch::Contains("Pulled: Successfully pulled image \"" +
+                                   std::string(kPluginImage) + "\" in "));
+    // For real: gpu-b's own containerd holds it now.
+    const auto names = c.node("gpu-b").containerd->image_names();
+    CHECK(std::find(names.begin(), names.end(), kPluginImage) != names.end());
+  } else {
+    CHECK(eventually([&] {
+      return kubelet_events(c, "gpu-b").find("Failed: Failed to pull image") !=
+             std::string::npos;
+    }));
+    CHECK(c.allocatable("gpu-b").empty());
+    CHECK(c.node("gpu-b").containerd->image_names().empty());
+  }
 }

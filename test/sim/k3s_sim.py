@@ -132,7 +132,9 @@ def node_options(args):
                         gpus=int(n.get("gpus", 0)),
                         plugin_start_ms=int(n.get("plugin_start_ms",
                                                   args.plugin_start_ms)),
-                        server=bool(n.get("server", False)))
+                        server=bool(n.get("server", False)),
+                        embedded_registry_mirror=bool(
+                            n.get("embedded_registry_mirror", False)))
             for n in nodes]
 
 

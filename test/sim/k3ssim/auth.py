@@ -346,17 +346,12 @@ def _admit_node(res, node_name, live, new):
 
 
 def _admit_pod(res, node_name, live, new):
-    """admitPod: a node creates only mirror pods bound to itself and
-    updates only pods bound to itself."""
-    name = new["metadata"]["name"]
-    if live is None:
-        if "kubernetes.io/config.mirror" not in (
-                new["metadata"].get("annotations") or {}):
-            raise errors.forbidden(res, name, f'pod does not have '
-                                   f'"kubernetes.io/config.mirror" '
-                                   f'annotation, node "{node_name}" can only '
-                                   f'create mirror pods')
-        return
-    if (live.get("spec") or {}).get("nodeName") != node_name:
-        raise errors.forbidden(res, name, f'node "{node_name}" can only '
-                               f'update pod status for pods with its own name')
+    """admitPodCreate: a node creates only mirror pods. (Its updates of
+    pods are status updates, a subresource the simulator does not serve;
+    the Node authorizer refuses updates of the pod itself.)"""
+    if live is None and "kubernetes.io/config.mirror" not in (
+            new["metadata"].get("annotations") or {}):
+        raise errors.forbidden(res, new["metadata"]["name"], f'pod does not '
+                               f'have "kubernetes.io/config.mirror" '
+                               f'annotation, node "{node_name}" can only '
+                               f'create mirror pods')

@@ -17,6 +17,7 @@ from . import auth
 from .conditions import set_condition
 from .daemonset import DaemonSetController, controller_of
 from .events import Recorder
+from .mirror import digest_ref
 from .objects import PRIORITY_CLASSES
 from .resources import BY_KIND
 from .scheduler import Scheduler
@@ -72,6 +73,18 @@ class Cluster:
         """The kubelet of the node a pod is bound to, or None."""
         name = pod.get("spec", {}).get("nodeName")
         return self.kubelet(name) if name else None
+
+    def peer_holding(self, kubelet, ref):
+        """(peer kubelet, digest reference) of another node whose
+        containerd holds `ref`'s repository by digest, as the embedded
+        mirror finds it; None when no peer does (mirror.py)."""
+        for peer in self.kubelets:
+            if peer is kubelet:
+                continue
+            source = digest_ref(peer.host.images(), ref)
+            if source:
+                return peer, source
+        return None
 
     def logs(self, pod, container, previous):
         """The log as the pod's kubelet holds it (an unbound pod's answer

@@ -12,6 +12,7 @@ from . import apierrors as errors
 from .conditions import set_condition
 from .daemonset import controller_of
 from .host import HostView, normalize_image
+from .mirror import PeerPull
 from .objects import get_path
 from .plugin import (Launch, gpu_request, is_plugin, plugin_launch,
                      workload_launch)
@@ -43,6 +44,7 @@ class NodeOptions:
     gpus: int
     plugin_start_ms: int
     server: bool = True  # a k3s server (control-plane labels) or an agent
+    embedded_registry_mirror: bool = False  # pulls from peers (mirror.py)
     index: int = 0  # the node's place in the cluster: its IP and pod CIDR
 
 
@@ -69,6 +71,7 @@ class ContainerRun:
     log: str = ""
     previous_log: str = None
     pull_failures: int = 0
+    peer_pull: object = None  # mirror.PeerPull that brought its image
 
 
 @dataclass
@@ -129,6 +132,7 @@ class NodeModel:
         self.host_read = ({}, "runc", False)
         self.next_due = 0.0
         self.next_ip = 2
+        self.pulls = {}  # image ref -> mirror.PeerPull
 
     def node_object(self):
         base = {"cpu": "8", "ephemeral-storage": "102626232Ki",
@@ -400,6 +404,9 @@ class NodeModel:
         policy = spec.get("imagePullPolicy", "IfNotPresent")
         images = self.host.images()  # None: no containerd, all present
         if images is not None and (policy == "Always" or ref not in images):
+            via_peer = self._pull_from_peer(pod, cr, image, ref)
+            if via_peer != "none":
+                return via_peer
             # An air-gapped node: the registry's name does not even resolve.
             cr.pull_failures += 1
             if cr.pull_failures == 1:
@@ -433,6 +440,33 @@ class NodeModel:
             return ("RunContainerError", text, f"Error: {text}", "Failed")
         return None
 
+    def _pull_from_peer(self, pod, cr, image, ref):
+        """Through the embedded registry mirror: None once the image is
+        here, the waiting state while it comes, "none" when no peer can
+        serve it (or the pull failed): then the pull fails as without it."""
+        if not self.opts.embedded_registry_mirror:
+            return "none"
+        pull = self.pulls.get(ref)
+        if pull is None:
+            found = self.cluster.peer_holding(self, ref)
+            if found is None:
+                return "none"
+            peer, source = found
+            pull = self.pulls[ref] = PeerPull(image, ref, source,
+                                              peer.host.socket,
+                                              self.host.socket)
+            self.event(pod, "Normal", "Pulling", f"Pulling image \"{image}\"",
+                       "kubelet", f"spec.containers{{{cr.name}}}")
+        if pull.running():
+            self.due(self.now + RETRY_SECONDS)
+            return ("ContainerCreating", "", None, None)
+        del self.pulls[ref]
+        if not pull.ok:
+            return "none"
+        self.host.forget_images()
+        cr.peer_pull = pull
+        return None
+
     def _start_container(self, pod, run, cr, spec):
         restarting = cr.started_at is not None
         if restarting:
@@ -447,7 +481,12 @@ class NodeModel:
             "@sha256:" + hashlib.sha256(spec["image"].encode()).hexdigest()
         cr.pull_failures = 0
         field_path = f"spec.containers{{{cr.name}}}"
-        if not restarting:
+        if cr.peer_pull is not None:
+            self.event(pod, "Normal", "Pulled",
+                       cr.peer_pull.pulled_message(self.now), "kubelet",
+                       field_path)
+            cr.peer_pull = None
+        elif not restarting:
             self.event(pod, "Normal", "Pulled", f"Container image "
                        f"\"{spec['image']}\" already present on machine",
                        "kubelet", field_path)
