@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""A simulated k3s node for gpunode's tests (no kube-apiserver can run here).
+"""A simulated k3s cluster for gpunode's tests (no kube-apiserver can run
+here): one node, or several behind one API server.
 
-It serves, over HTTPS with client-certificate auth, the parts of
+It serves, over HTTPS with client-certificate auth (the user is the
+certificate's CN, its groups the O values; the Node authorizer and
+NodeRestriction govern kubelet identities, k3ssim/auth.py), the parts of
 kube-apiserver that gpunode and kubectl use (discovery, GET/LIST/WATCH,
 create/update/patch/server-side apply/delete, pod logs, Status errors), and
-runs a model of the node behind it: kubelet, scheduler, DaemonSet
-controller and the NVIDIA device plugin, which advertises GPUs x replicas
-only when the real preconditions hold. A plain-HTTP control port on
+runs a model of the cluster behind it: scheduler, DaemonSet controller and,
+per node, a kubelet and the NVIDIA device plugin, which advertises GPUs x
+replicas only when the real preconditions hold. A plain-HTTP control port on
 loopback reads counters and injects faults (k3ssim/control.py lists them).
 
 usage: k3s_sim.py --dir DIR --root HOSTROOT [--containerd-socket SOCK]

@@ -2,7 +2,10 @@
 // HTTPS kube-apiserver stand-in with client-certificate auth, discovery,
 // server-side apply, watch and Status errors, plus a kubelet/device-plugin
 // model that advertises GPUs x replicas only when the real preconditions
-// hold. One instance per test (it starts in well under a second).
+// hold. One instance per test (it starts in well under a second). With
+// SimOptions.nodes it is a cluster of several nodes behind the one API
+// server (sim_cluster.hpp wraps that with a host tree and a containerd per
+// node).
 #pragma once
 
 #include <sys/types.h>
@@ -73,11 +76,14 @@ class K3sSim {
   std::string log_tail() const;  // the end of <dir>/sim.log
 
   // Control channel (plain HTTP on loopback, separate port).
-  nlohmann::json
-  stats();  // {"writes": N, "requests": N, "by_verb": {...}, ...}
+  // {"writes": N, "requests": N, "by_verb": {...}, "writes_by_user":
+  // {"system:admin": N, "system:node:NAME": N}, ...}: write requests as
+  // sent, refused ones included.
+  nlohmann::json stats();
   void reset_stats();
   void faults(const nlohmann::json& knobs);  // see test/sim/k3ssim/control.py
-  void set_node(const nlohmann::json& node_knobs);  // {"gpus": N, "healthy": N}
+  // {"gpus": N, "healthy": N} of the first node, or {"name": NODE, ...}.
+  void set_node(const nlohmann::json& node_knobs);
   nlohmann::json object(
       const std::string& api_path);  // current object, or null
   // A pod's log as the kubelet holds it ("" when it has none yet).

@@ -403,10 +403,16 @@ class NodeModel:
         ref = normalize_image(image)
         policy = spec.get("imagePullPolicy", "IfNotPresent")
         images = self.host.images()  # None: no containerd, all present
-        if images is not None and (policy == "Always" or ref not in images):
+        missing = images is not None and (policy == "Always"
+                                          or ref not in images)
+        # A pull from a peer that just ended is seen through, even when the
+        # image list already shows its result.
+        if missing or ref in self.pulls:
             via_peer = self._pull_from_peer(pod, cr, image, ref)
-            if via_peer != "none":
-                return via_peer
+            if isinstance(via_peer, tuple):
+                return via_peer  # still coming
+            missing = missing and via_peer == "none"
+        if missing:
             # An air-gapped node: the registry's name does not even resolve.
             cr.pull_failures += 1
             if cr.pull_failures == 1:

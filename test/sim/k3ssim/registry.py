@@ -271,10 +271,10 @@ class Registry:
     def _finish(self, res, live, new, owners, dry_run):
         """Validates and stores; returns (object, created)."""
         name = new["metadata"]["name"]
+        self.admit_change(res, live, new)  # mutating admission: before
         problems = validate(res.kind, new, live)
         if problems:
             raise errors.invalid(res, name, problems)
-        self.admit_change(res, live, new)
         if live is None:
             self.admit(res, new)
         key = self.store.key(res, new["metadata"].get("namespace"), name)
