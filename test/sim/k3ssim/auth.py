@@ -47,8 +47,9 @@ def set_current_user(user):
 
 
 def user_of(cert):
-    """k8s.io/apiserver/pkg/authentication/request/x509 CommonNameUserConversion:
-    the user is the subject's CN, the groups its O values."""
+    """k8s.io/apiserver/pkg/authentication/request/x509
+    CommonNameUserConversion: the user is the subject's CN, the groups its
+    O values."""
     name, groups = "", []
     for rdn in cert.get("subject", ()):
         for key, value in rdn:
@@ -261,10 +262,12 @@ class Authorizer:
 
 # pkg/kubelet/apis/well_known_labels.go: the labels a kubelet may set.
 KUBELET_LABELS = {
-    "kubernetes.io/hostname", "topology.kubernetes.io/zone",
-    "topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
-    "failure-domain.beta.kubernetes.io/region", "beta.kubernetes.io/instance-type",
-    "node.kubernetes.io/instance-type", "kubernetes.io/os", "kubernetes.io/arch",
+    "kubernetes.io/hostname",
+    "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+    "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
+    "kubernetes.io/os", "kubernetes.io/arch",
     "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
 }
 KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")

@@ -23,8 +23,9 @@ fault injection and node knobs. Knobs, all POST with a JSON body:
                                  healthy ones (allocatable follows at once);
                                  without "name", the first node
   GET  /stats                    {"writes", "requests", "by_verb",
-                                 "dry_run_writes", "writes_by_user", "faulted", "watches_open",
-                                 "allocatable_changed_at"}
+                                 "dry_run_writes", "writes_by_user" (write
+                                 requests by user name), "faulted",
+                                 "watches_open", "allocatable_changed_at"}
   POST /stats/reset              zeroes the counters
   GET  /object?path=/api/...     the stored object, or null
   GET  /log?namespace=NS&pod=NAME[&container=C]
