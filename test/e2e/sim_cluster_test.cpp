@@ -430,6 +430,25 @@ TEST_CASE(
   CHECK(status["numberReady"] == 2);
   CHECK(status["numberUnavailable"] == 2);
 
+  // More GPUs than any node has: the scheduler's reasons over all nodes.
+  const std::string big = c.sim().dir() + "/big.yml";
+  write_text(big,
+             "apiVersion: v1\nkind: Pod\nmetadata:\n  name: big\n"
+             "  namespace: default\nspec:\n  runtimeClassName: nvidia\n"
+             "  containers:\n  - name: cuda\n    image: registry.example/c:1\n"
+             "    resources:\n      limits:\n        nvidia.com/gpu: 8\n");
+  REQUIRE(c.kubectl({"apply", "--server-side", "-f", big}).exit_code == 0);
+  CHECK(eventually([&] {
+    const json pod = c.object("/api/v1/namespaces/default/pods/big");
+    for (const auto& cond : pod["status"].value("conditions", json::array()))
+      if (cond.value("type", "") == "PodScheduled")
+        return cond.value("message", "") ==
+               "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. "
+               "preemption: 0/4 nodes are available: 4 No preemption "
+               "victims found for incoming pod.";
+    return false;
+  }));
+
   // Each node's knob is its own.
   c.set_node("gpu-b", {{"healthy", 3}});
   CHECK(eventually([&] { return c.allocatable("gpu-b") == "3"; }));
