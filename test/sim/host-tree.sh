@@ -3,7 +3,9 @@
 # The files are the real ones: k3s-rendered containerd configs and H200
 # driver readings from test/fixtures. Used by the tests and by the demo.
 #
-# usage: host-tree.sh DIR SCENARIO
+# usage: host-tree.sh DIR SCENARIO [NODE_NAME]
+#   NODE_NAME (default gpu-node-1) is written as node-name in config.yaml.
+#   Agent scenarios have no /etc/rancher/k3s/k3s.yaml (only servers get one).
 #   good-v3            k3s v1.32+ (config v3), toolkit in /usr/bin, handler rendered
 #   good-v2            k3s v1.30 (config v2), toolkit in /usr/bin, handler rendered
 #   agent              like good-v3 but an agent node (k3s-agent.service)
@@ -18,9 +20,13 @@
 #   no-config          k3s installed, containerd config never rendered
 #   no-k3s             driver and toolkit, but no k3s at all
 #   no-driver          like good-v3 but the kernel module is not loaded
+#   cpu-agent          k3s agent (k3s-agent.service), no driver, no toolkit, no handler
+#   cpu-server         k3s server, no driver, no toolkit, no handler
+#   agent-no-handler   GPU agent with the toolkit, but k3s rendered its config before it
 set -euo pipefail
 dir=${1:?usage: host-tree.sh DIR SCENARIO}
 scenario=${2:?usage: host-tree.sh DIR SCENARIO}
+node_name=${3:-gpu-node-1}
 here=$(cd "$(dirname "$0")" && pwd)
 fixtures=$here/../fixtures
 cdir=$dir/var/lib/rancher/k3s/agent/etc/containerd
@@ -37,7 +43,7 @@ k3s() {
   printf '[Unit]\nDescription=Lightweight Kubernetes (simulated)\n[Service]\nExecStart=/usr/local/bin/k3s %s\n' \
     "$([ "$unit" = k3s ] && echo server || echo agent)" >"$dir/etc/systemd/system/$unit.service"
   # The name k3s registers the node as; the simulated cluster uses it too.
-  printf 'node-name: gpu-node-1\nwrite-kubeconfig-mode: "0600"\n' >"$dir/etc/rancher/k3s/config.yaml"
+  printf 'node-name: %s\nwrite-kubeconfig-mode: "0600"\n' "$node_name" >"$dir/etc/rancher/k3s/config.yaml"
 }
 config() { mkdir -p "$cdir"; cp "$fixtures/containerd/$1" "$cdir/config.toml"; }
 
@@ -69,6 +75,9 @@ case $scenario in
     printf '\n[plugins.broken\n  x = 1\n' >>"$cdir/config.toml" ;;
   no-config) driver; k3s; exe /usr/bin/nvidia-container-runtime ;;
   no-k3s) driver; exe /usr/bin/nvidia-container-runtime ;;
+  cpu-agent) k3s k3s-agent; config v3-no-nvidia.toml ;;
+  cpu-server) k3s; config v3-no-nvidia.toml ;;
+  agent-no-handler) driver; k3s k3s-agent; exe /usr/bin/nvidia-container-runtime; exe /usr/bin/nvidia-container-runtime.cdi; config v3-no-nvidia.toml ;;
   no-driver) k3s; exe /usr/bin/nvidia-container-runtime; exe /usr/bin/nvidia-container-runtime.cdi; config v3-nvidia.toml ;;
   *) echo "host-tree.sh: unknown scenario '$scenario'" >&2; exit 2 ;;
 esac

@@ -98,6 +98,10 @@ Containerd& Containerd::shared() {
   return instance;
 }
 
+std::unique_ptr<Containerd> Containerd::start_private() {
+  return std::unique_ptr<Containerd>(new Containerd());
+}
+
 Containerd::Containerd() : runner_(make_posix_process_runner()) { start(); }
 
 Containerd::~Containerd() { stop(); }

@@ -23,6 +23,10 @@ class Containerd {
   // --pdeathsig, where available). Throws std::runtime_error, with the tail
   // of containerd's log, when it does not come up within 10 s.
   static Containerd& shared();
+  // Another one, of the caller's own (one per simulated node of a cluster):
+  // the same set-up and guarantees, stopped when the pointer goes. Throws
+  // as shared() does.
+  static std::unique_ptr<Containerd> start_private();
 
   ~Containerd();
   Containerd(const Containerd&) = delete;
@@ -77,8 +81,8 @@ bool containerd_available();
 
 // An end-to-end test that needs the real containerd fails (never passes)
 // without it: CI has it, so a missing one is a broken machine.
-#define REQUIRE_PARTS()                                                    \
-  if (!gpunode::test::containerd_available())                              \
-    FAIL("needs root and Debian's containerd");                           \
-  do {                                                                     \
+#define REQUIRE_PARTS()                         \
+  if (!gpunode::test::containerd_available())   \
+    FAIL("needs root and Debian's containerd"); \
+  do {                                          \
   } while (false)

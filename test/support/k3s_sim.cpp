@@ -22,6 +22,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -255,9 +256,33 @@ ApiResponse parse_response(const std::string& raw) {
   return r;
 }
 
-}  // namespace
-
 // -------------------------------------------------------------------- Impl
+
+// k3s's agent data dir (pkg/agent/config/config.go: <data-dir>/agent).
+constexpr const char* kAgentDir = "/var/lib/rancher/k3s/agent";
+
+// k3s pkg/daemons/control/deps/deps.go kubeconfigTemplate, as KubeConfig
+// writes it for the kubelet: file paths, not embedded data.
+std::string kubelet_kubeconfig_text(const std::string& url,
+                                    const std::string& dir) {
+  return "apiVersion: v1\nclusters:\n- cluster:\n    server: " + url +
+         "\n    certificate-authority: " + dir +
+         "/server-ca.crt\n  name: local\ncontexts:\n- context:\n"
+         "    cluster: local\n    namespace: default\n    user: user\n"
+         "  name: Default\ncurrent-context: Default\nkind: Config\n"
+         "preferences: {}\nusers:\n- name: user\n  user:\n"
+         "    client-certificate: " +
+         dir + "/client-kubelet.crt\n    client-key: " + dir +
+         "/client-kubelet.key\n";
+}
+
+struct KubeletCredentials {
+  EvpPkeyPtr key;
+  X509Ptr cert;
+  std::string kubectl_kubeconfig;
+};
+
+}  // namespace
 
 struct K3sSim::Impl {
   SimOptions options;
@@ -268,8 +293,13 @@ struct K3sSim::Impl {
   pid_t pid = -1;
   EvpPkeyPtr server_ca_key, client_ca_key, admin_key;
   X509Ptr server_ca, client_ca, admin_cert, expired_cert;
+  std::map<std::string, KubeletCredentials> kubelets;
 
   void make_certificates();
+  std::string write_nodes_json() const;
+  ApiResponse request(X509* leaf, EVP_PKEY* key, const std::string& method,
+                      const std::string& path, const std::string& body,
+                      const std::string& content_type);
   void start();
   void stop();
   std::string control(const std::string& method, const std::string& path,
@@ -329,6 +359,22 @@ void K3sSim::Impl::make_certificates() {
   write_text(d + "/wrong-ca.pem", cert_pem(wrong_ca.get()), 0644);
 }
 
+std::string K3sSim::Impl::write_nodes_json() const {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const SimNodeConfig& n : options.nodes) {
+    nodes.push_back({{"name", n.name},
+                     {"root", n.root},
+                     {"containerd_socket", n.containerd_socket},
+                     {"gpus", n.gpus},
+                     {"server", n.server},
+                     {"plugin_start_ms", n.plugin_start_ms},
+                     {"embedded_registry_mirror", n.embedded_registry_mirror}});
+  }
+  const std::string path = dir->path() + "/nodes.json";
+  write_text(path, nodes.dump(2) + "\n", 0644);
+  return path;
+}
+
 void K3sSim::Impl::start() {
   const std::string& d = dir->path();
   log = d + "/sim.log";
@@ -337,8 +383,6 @@ void K3sSim::Impl::start() {
                                 std::string(GPUNODE_TEST_SIM) + "/k3s_sim.py",
                                 "--dir",
                                 d,
-                                "--root",
-                                options.root,
                                 "--gpus",
                                 std::to_string(options.gpus),
                                 "--node",
@@ -347,6 +391,13 @@ void K3sSim::Impl::start() {
                                 std::to_string(options.plugin_start_ms),
                                 "--parent-pid",
                                 std::to_string(::getpid())};
+  if (options.nodes.empty()) {
+    argv.push_back("--root");
+    argv.push_back(options.root);
+  } else {
+    argv.push_back("--nodes-json");
+    argv.push_back(write_nodes_json());
+  }
   if (!options.containerd_socket.empty()) {
     argv.push_back("--containerd-socket");
     argv.push_back(options.containerd_socket);
@@ -444,8 +495,8 @@ std::string K3sSim::Impl::control(const std::string& method,
 // ----------------------------------------------------------------- K3sSim
 
 K3sSim::K3sSim(SimOptions options) : impl_(std::make_unique<Impl>()) {
-  if (options.root.empty())
-    throw std::invalid_argument("K3sSim: SimOptions.root is required");
+  if (options.root.empty() && options.nodes.empty())
+    throw std::invalid_argument("K3sSim: SimOptions.root or nodes is required");
   impl_->options = std::move(options);
   impl_->dir = std::make_unique<TempDir>();
   impl_->make_certificates();
@@ -457,7 +508,11 @@ K3sSim::K3sSim(SimOptions options) : impl_(std::make_unique<Impl>()) {
   const std::string text = kubeconfig_text(impl_->port, ca, client, key);
   impl_->kubeconfig = d + "/k3s.yaml";
   write_text(impl_->kubeconfig, text, 0600);
-  write_text(impl_->options.root + "/etc/rancher/k3s/k3s.yaml", text, 0600);
+  // Only servers have the admin kubeconfig (k3s writes it on servers).
+  if (impl_->options.nodes.empty())
+    write_text(impl_->options.root + "/etc/rancher/k3s/k3s.yaml", text, 0600);
+  for (const SimNodeConfig& n : impl_->options.nodes)
+    if (n.server) write_text(n.root + "/etc/rancher/k3s/k3s.yaml", text, 0600);
   impl_->wrong_ca_kubeconfig = d + "/k3s-wrong-ca.yaml";
   write_text(
       impl_->wrong_ca_kubeconfig,
@@ -520,19 +575,39 @@ std::string K3sSim::pod_log(const std::string& ns, const std::string& pod) {
 ApiResponse K3sSim::api(const std::string& method, const std::string& path,
                         const std::string& body,
                         const std::string& content_type, ClientCert cert) {
+  X509* leaf = nullptr;
+  if (cert != ClientCert::kNone)
+    leaf = cert == ClientCert::kAdmin ? impl_->admin_cert.get()
+                                      : impl_->expired_cert.get();
+  return impl_->request(leaf, impl_->admin_key.get(), method, path, body,
+                        content_type);
+}
+
+ApiResponse K3sSim::api_as(const std::string& node, const std::string& method,
+                           const std::string& path, const std::string& body,
+                           const std::string& content_type) {
+  const auto it = impl_->kubelets.find(node);
+  if (it == impl_->kubelets.end())
+    throw std::invalid_argument("K3sSim::api_as: no credentials for " + node);
+  return impl_->request(it->second.cert.get(), it->second.key.get(), method,
+                        path, body, content_type);
+}
+
+ApiResponse K3sSim::Impl::request(X509* leaf, EVP_PKEY* key,
+                                  const std::string& method,
+                                  const std::string& path,
+                                  const std::string& body,
+                                  const std::string& content_type) {
   SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
   if (!ctx) ssl_fail("SSL_CTX_new");
-  X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx.get()),
-                      impl_->server_ca.get());
+  X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx.get()), server_ca.get());
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
-  if (cert != ClientCert::kNone) {
-    X509* leaf = cert == ClientCert::kAdmin ? impl_->admin_cert.get()
-                                            : impl_->expired_cert.get();
+  if (leaf != nullptr) {
     if (SSL_CTX_use_certificate(ctx.get(), leaf) != 1 ||
-        SSL_CTX_use_PrivateKey(ctx.get(), impl_->admin_key.get()) != 1)
+        SSL_CTX_use_PrivateKey(ctx.get(), key) != 1)
       ssl_fail("client certificate");
   }
-  const int fd = connect_loopback(impl_->port);
+  const int fd = connect_loopback(port);
   SslPtr ssl(SSL_new(ctx.get()));
   SSL_set_fd(ssl.get(), fd);
   X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), "127.0.0.1");
@@ -541,7 +616,7 @@ ApiResponse K3sSim::api(const std::string& method, const std::string& path,
     ssl_fail("TLS handshake with the simulated API");
   }
   const std::string request =
-      http_request_text(method, path, impl_->port, body, content_type);
+      http_request_text(method, path, port, body, content_type);
   SSL_write(ssl.get(), request.data(), static_cast<int>(request.size()));
   std::string raw;
   char buf[65536];
@@ -551,6 +626,41 @@ ApiResponse K3sSim::api(const std::string& method, const std::string& path,
   SSL_shutdown(ssl.get());
   ::close(fd);
   return parse_response(raw);
+}
+
+std::string K3sSim::write_kubelet_credentials(const std::string& node,
+                                              const std::string& root) {
+  KubeletCredentials creds;
+  creds.key = make_key();
+  CertSpec spec;
+  spec.common_name = "system:node:" + node;
+  spec.organization = "system:nodes";
+  spec.client = true;
+  creds.cert = make_cert(spec, creds.key.get(), impl_->client_ca.get(),
+                         impl_->client_ca_key.get());
+  const std::string dir = root + kAgentDir;
+  write_text(dir + "/server-ca.crt", cert_pem(impl_->server_ca.get()), 0644);
+  write_text(dir + "/client-kubelet.crt",
+             cert_pem(creds.cert.get()) + cert_pem(impl_->client_ca.get()),
+             0644);
+  write_text(dir + "/client-kubelet.key", key_pem(creds.key.get()), 0600);
+  // In real k3s `server:` is the agent's client load balancer,
+  // https://127.0.0.1:6444 (pkg/agent/config); here it is the simulator.
+  const std::string url = "https://127.0.0.1:" + std::to_string(impl_->port);
+  const std::string kubeconfig = dir + "/kubelet.kubeconfig";
+  write_text(kubeconfig, kubelet_kubeconfig_text(url, kAgentDir), 0600);
+  creds.kubectl_kubeconfig = impl_->dir->path() + "/kubelet-" + node + ".yaml";
+  write_text(creds.kubectl_kubeconfig, kubelet_kubeconfig_text(url, dir), 0600);
+  impl_->kubelets[node] = std::move(creds);
+  return kubeconfig;
+}
+
+std::string K3sSim::kubelet_kubeconfig_for_kubectl(
+    const std::string& node) const {
+  const auto it = impl_->kubelets.find(node);
+  if (it == impl_->kubelets.end())
+    throw std::invalid_argument("K3sSim: no credentials for " + node);
+  return it->second.kubectl_kubeconfig;
 }
 
 std::string K3sSim::kubeconfig_with_wrong_ca() const {

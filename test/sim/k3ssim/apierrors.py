@@ -37,7 +37,7 @@ class ApiError(Exception):
 def _details(res, name, kind=None):
     # The real server puts the *resource* (plural) into details.kind for
     # NotFound/AlreadyExists/Conflict and the Kind only for Invalid.
-    details = {"name": name}
+    details = {"name": name} if name else {}  # StatusDetails: omitempty
     if res.group:
         details["group"] = res.group
     details["kind"] = kind or res.plural
@@ -73,8 +73,9 @@ def modified_conflict(res, name):
 
 
 def forbidden(res, name, why):
-    return ApiError(403, "Forbidden",
-                    f'{res.group_resource} "{name}" is forbidden: {why}',
+    # apierrors.NewForbidden: without a name (a list), no quoted name.
+    subject = f'{res.group_resource} "{name}"' if name else res.group_resource
+    return ApiError(403, "Forbidden", f"{subject} is forbidden: {why}",
                     _details(res, name))
 
 

@@ -18,12 +18,14 @@ fault injection and node knobs. Knobs, all POST with a JSON body:
     {"bookmark_ms": MS}          BOOKMARK interval of watches that allow them
     {"aggregated_discovery": B}  serve apidiscovery.k8s.io/v2 when asked
                                  (default true; false = legacy discovery only)
-  POST /node {"gpus": N, "healthy": N}
-                                 GPUs a plugin finds when it starts / healthy
-                                 ones (allocatable follows at once)
+  POST /node {"name": NODE, "gpus": N, "healthy": N}
+                                 GPUs NODE's plugin finds when it starts /
+                                 healthy ones (allocatable follows at once);
+                                 without "name", the first node
   GET  /stats                    {"writes", "requests", "by_verb",
-                                 "dry_run_writes", "faulted", "watches_open",
-                                 "allocatable_changed_at"}
+                                 "dry_run_writes", "writes_by_user" (write
+                                 requests by user name), "faulted",
+                                 "watches_open", "allocatable_changed_at"}
   POST /stats/reset              zeroes the counters
   GET  /object?path=/api/...     the stored object, or null
   GET  /log?namespace=NS&pod=NAME[&container=C]
@@ -54,10 +56,11 @@ class Stats:
             self.dry_run_writes = 0
             self.faulted = 0
             self.by_verb = {}
+            self.writes_by_user = {}
             self.watches_open = getattr(self, "watches_open", 0)
             self.allocatable_reset_at = time.time()
 
-    def count(self, verb, method, dry_run):
+    def count(self, verb, method, dry_run, user=""):
         with self.lock:
             self.requests += 1
             self.by_verb[verb] = self.by_verb.get(verb, 0) + 1
@@ -66,6 +69,8 @@ class Stats:
                     self.dry_run_writes += 1
                 else:
                     self.writes += 1
+                    self.writes_by_user[user] = \
+                        self.writes_by_user.get(user, 0) + 1
 
     def count_fault(self):
         with self.lock:
@@ -87,6 +92,7 @@ class Stats:
             return {"writes": self.writes, "requests": self.requests,
                     "by_verb": dict(self.by_verb),
                     "dry_run_writes": self.dry_run_writes,
+                    "writes_by_user": dict(self.writes_by_user),
                     "faulted": self.faulted,
                     "watches_open": self.watches_open,
                     "allocatable_changed_at": allocatable_changed_at}
@@ -167,7 +173,7 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(url.query))
         if url.path == "/stats":
             self._reply(200, sim.stats.snapshot(
-                sim.node.allocatable_changed_at))
+                sim.cluster.allocatable_changed_at()))
         elif url.path == "/object":
             self._reply(200, self._object(query.get("path", "")))
         elif url.path == "/log":
@@ -190,8 +196,12 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
             sim.apply_faults(body)
             self._reply(200, {})
         elif path == "/node":
-            self._reply(200, sim.node.set_gpus(body.get("gpus"),
-                                               body.get("healthy")))
+            kubelet = sim.cluster.kubelet(body.get("name"))
+            if kubelet is None:
+                self._reply(404, {"error": f"no node {body.get('name')}"})
+                return
+            self._reply(200, kubelet.set_gpus(body.get("gpus"),
+                                              body.get("healthy")))
         else:
             self._reply(404, {"error": f"unknown control path {path}"})
 
@@ -211,7 +221,7 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
             return
         try:
             with sim.store.lock:
-                text = sim.node.logs(pod, query.get("container"), False)
+                text = sim.cluster.logs(pod, query.get("container"), False)
         except errors.ApiError as err:
             self._reply(400, err.status())
             return

@@ -121,6 +121,11 @@ class HostView:
                                      bool(options.get("SystemdCgroup", False)))
         return runtimes, cri.get("default_runtime_name", "runc")
 
+    def forget_images(self):
+        """The next images() asks containerd again (an import happened)."""
+        with self._lock:
+            self._images_at = 0.0
+
     def images(self):
         """The image names in containerd's k8s.io namespace, or None when no
         containerd is attached (then every image counts as present)."""

@@ -15,6 +15,7 @@ import urllib.parse
 import uuid
 
 from . import apierrors as errors
+from . import auth
 from . import resources as api
 from .objects import fields_match, labels_match, parse_field_selector, \
     parse_label_selector
@@ -249,11 +250,16 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         body = self._read_body()
         route = parse_route(url.path)
         dry_run = query.get("dryRun") == "All"
-        sim.stats.count(route.verb(method, query), method, dry_run)
+        cert = self.connection.getpeercert()
+        user = auth.user_of(cert).name if cert else ""
+        sim.stats.count(route.verb(method, query), method, dry_run, user)
         sim.faults.delay()
+        auth.set_current_user(None)
         try:
-            self._authenticate()
+            auth.set_current_user(self._authenticate(cert))
             sim.faults.check()
+            if route.kind == "resource":
+                self._authorize(method, route, query)
             self._dispatch(method, route, query, body, dry_run)
         except errors.ApiError as err:
             self.send_status(err)
@@ -263,14 +269,33 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             traceback.print_exc()
             self.send_status(errors.internal(repr(err)))
 
-    def _authenticate(self):
-        cert = self.connection.getpeercert()
+    @staticmethod
+    def _authenticate(cert):
+        """The user of a valid client certificate (the x509 authenticator);
+        401 without one."""
         if not cert:
             raise errors.unauthorized()
         now = time.time()
         if ssl.cert_time_to_seconds(cert["notAfter"]) < now or \
                 ssl.cert_time_to_seconds(cert["notBefore"]) > now:
             raise errors.unauthorized()
+        return auth.user_of(cert)
+
+    def _authorize(self, method, route, query):
+        """The WithAuthorization filter: the request's attributes as
+        requestinfo.go derives them, then Node,RBAC. A list or watch with
+        fieldSelector metadata.name=X is about the object X."""
+        fields = parse_field_selector(query.get("fieldSelector"), route.res)
+        verb = route.verb(method, query)
+        name = route.name or ""
+        if verb in ("list", "watch"):
+            exact = [v for f, negate, v in fields
+                     if f == "metadata.name" and not negate]
+            if exact:
+                name = exact[0]
+        self.server.sim.authorizer.check(auth.Attributes(
+            auth.current_user(), verb, route.res, route.namespace or "", name,
+            route.sub or "", fields))
 
     def _dispatch(self, method, route, query, body, dry_run):
         if route.kind == "resource":
@@ -487,7 +512,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         container = query.get("container")
         previous = truthy(query.get("previous"))
         with sim.store.lock:
-            text = sim.node.logs(pod, container, previous)
+            text = sim.cluster.logs(pod, container, previous)
         text = self._trim_log(text, query)
         if not truthy(query.get("follow")) or previous:
             self._send(200, text.encode(), "text/plain")
@@ -504,7 +529,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                 pod = sim.store.get(api.BY_KIND["Pod"], ns, name)
                 if pod is None or pod["metadata"]["uid"] != uid:
                     break
-                current = sim.node.logs(pod, container, False)
+                current = sim.cluster.logs(pod, container, False)
                 done = pod.get("status", {}).get("phase") in ("Succeeded",
                                                               "Failed")
             if current.startswith(sent) and len(current) > len(sent):

@@ -1,22 +1,19 @@
-"""The node half of k3s: kubelet (pod lifecycle, logs, node status and
-device-plugin registrations), the scheduler, and the DaemonSet, namespace,
-root-CA and garbage-collector controllers.
-
-One loop (`tick`, every 20 ms and right after each write) compares what the
-API holds with what runs and moves things one step, writing only what
-changed, so an idle cluster produces no new resourceVersions.
+"""One node of k3s: its kubelet (pod lifecycle, logs, node status and
+device-plugin registrations) and the NVIDIA device plugin running on it,
+on the node's own host tree and containerd. The cluster's controllers and
+the loop that ticks every node are in cluster.py.
 """
 
 import copy
 import hashlib
-import threading
-import time
-import traceback
 from dataclasses import dataclass
 
 from . import apierrors as errors
+from .conditions import set_condition
+from .daemonset import controller_of
 from .host import HostView, normalize_image
-from .objects import PRIORITY_CLASSES, get_path
+from .mirror import PeerPull
+from .objects import get_path
 from .plugin import (Launch, gpu_request, is_plugin, plugin_launch,
                      workload_launch)
 from .registry import now_iso
@@ -24,14 +21,12 @@ from .resources import BY_KIND, K3S_VERSION
 
 NODES = BY_KIND["Node"]
 PODS = BY_KIND["Pod"]
-DAEMONSETS = BY_KIND["DaemonSet"]
-NAMESPACES = BY_KIND["Namespace"]
 CONFIGMAPS = BY_KIND["ConfigMap"]
-EVENTS = BY_KIND["Event"]
 RUNTIMECLASSES = BY_KIND["RuntimeClass"]
 
-NODE_IP = "192.168.100.10"
-EVENT_REPEAT_SECONDS = 10.0
+# The first node's address; node i (0-based) gets .10+i, pods 10.42.i.0/24.
+NODE_IP_BASE = "192.168.100."
+NODE_IP_FIRST = 10
 CAPACITY_GRACE_SECONDS = 300.0  # kubelet's endpoint grace period
 IDLE_SECONDS = 0.5  # host re-check interval when nothing is pending
 RETRY_SECONDS = 0.2  # how soon the kubelet retries a blocked pod
@@ -39,21 +34,6 @@ RETRY_SECONDS = 0.2  # how soon the kubelet retries a blocked pod
 # gets its containers killed after a few seconds (k3s #7130).
 CGROUP_KILL_SECONDS = 3.0
 BACKOFF_MAX_SECONDS = 300.0
-DS_TOLERATIONS = (
-    ("node.kubernetes.io/not-ready", "NoExecute"),
-    ("node.kubernetes.io/unreachable", "NoExecute"),
-    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
-    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
-    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
-    ("node.kubernetes.io/unschedulable", "NoSchedule"),
-)
-# k3s's manifests/runtimes.yaml (not nvidia-cdi).
-K3S_RUNTIME_CLASSES = {
-    "crun": "crun", "lunatic": "lunatic", "nvidia": "nvidia",
-    "nvidia-experimental": "nvidia-experimental", "slight": "slight",
-    "spin": "spin", "wasmedge": "wasmedge", "wasmer": "wasmer",
-    "wasmtime": "wasmtime", "wws": "wws",
-}
 
 
 @dataclass
@@ -63,8 +43,9 @@ class NodeOptions:
     containerd_socket: str
     gpus: int
     plugin_start_ms: int
-    ca_pem: str
-    k3s_runtime_classes: bool = False
+    server: bool = True  # a k3s server (control-plane labels) or an agent
+    embedded_registry_mirror: bool = False  # pulls from peers (mirror.py)
+    index: int = 0  # the node's place in the cluster: its IP and pod CIDR
 
 
 @dataclass
@@ -90,6 +71,7 @@ class ContainerRun:
     log: str = ""
     previous_log: str = None
     pull_failures: int = 0
+    peer_pull: object = None  # mirror.PeerPull that brought its image
 
 
 @dataclass
@@ -128,38 +110,14 @@ def _pull_error(ref):
             f"host")
 
 
-def template_hash(ds):
-    text = repr(sorted_json(get_path(ds, ("spec", "template"), {})))
-    digest = hashlib.sha256(text.encode()).digest()
-    alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    return "".join(alphabet[b % len(alphabet)] for b in digest[:10])
-
-
-def sorted_json(value):
-    if isinstance(value, dict):
-        return {k: sorted_json(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [sorted_json(v) for v in value]
-    return value
-
-
-def controller_of(obj):
-    for ref in obj["metadata"].get("ownerReferences", []):
-        if ref.get("controller"):
-            return ref
-    return None
-
-
-def condition(conditions, kind):
-    return next((c for c in conditions or [] if c.get("type") == kind), None)
-
-
 class NodeModel:
-    def __init__(self, registry, options):
-        self.registry = registry
-        self.store = registry.store
+    def __init__(self, cluster, options):
+        self.cluster = cluster
+        self.registry = cluster.registry
+        self.store = cluster.store
         self.opts = options
         self.node_name = options.name
+        self.ip = f"{NODE_IP_BASE}{NODE_IP_FIRST + options.index}"
         self.host = HostView(options.root, options.containerd_socket)
         self.plugin_start = options.plugin_start_ms / 1000.0
         self.gpus = options.gpus
@@ -167,60 +125,43 @@ class NodeModel:
         self.runs = {}  # pod uid -> PodRun
         self.registrations = []
         self.extended = {}  # resource -> {"capacity": str, "dropped_at": t}
-        self.event_memory = {}  # (uid, reason, message) -> (name, time)
-        self.create_failed = {}  # DaemonSet uid -> True while pods are refused
         self.allocatable_changed_at = None
-        self.wake = threading.Event()
-        self.now = time.time()
+        self.now = 0.0
         self.runtimes, self.default_runtime = {}, "runc"
         self.driver = False
+        self.host_read = ({}, "runc", False)
         self.next_due = 0.0
         self.next_ip = 2
-        registry.admit = self.admit
-        registry.graceful_delete = self.graceful_delete
-        self.store.on_commit = self.wake.set
-
-    # ------------------------------------------------------------ set-up
-
-    def bootstrap(self):
-        for name in ("default", "kube-system", "kube-public",
-                     "kube-node-lease"):
-            self.registry.create(NAMESPACES, None,
-                                 {"metadata": {"name": name}}, "k3s")
-        self.registry.create(NODES, None, self.node_object(), "k3s")
-        if self.opts.k3s_runtime_classes:
-            for name, handler in K3S_RUNTIME_CLASSES.items():
-                self.registry.create(RUNTIMECLASSES, None, {
-                    "metadata": {"name": name, "labels": {
-                        "objectset.rio.cattle.io/hash": "k3s-runtimes"}},
-                    "handler": handler}, "deploy@" + self.node_name)
-        self.tick()
+        self.pulls = {}  # image ref -> mirror.PeerPull
 
     def node_object(self):
         base = {"cpu": "8", "ephemeral-storage": "102626232Ki",
                 "hugepages-1Gi": "0", "hugepages-2Mi": "0", "memory": "32Gi",
                 "pods": "110"}
         stamp = now_iso()
+        labels = {
+            "beta.kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/instance-type": "k3s",
+            "beta.kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/hostname": self.node_name,
+            "kubernetes.io/os": "linux",
+            "node.kubernetes.io/instance-type": "k3s"}
+        if self.opts.server:  # k3s's servers label themselves; agents not
+            labels["node-role.kubernetes.io/control-plane"] = "true"
+            labels["node-role.kubernetes.io/master"] = "true"
+        cidr = f"10.42.{self.opts.index}.0/24"
         return {
             "metadata": {
                 "name": self.node_name,
-                "labels": {
-                    "beta.kubernetes.io/arch": "amd64",
-                    "beta.kubernetes.io/instance-type": "k3s",
-                    "beta.kubernetes.io/os": "linux",
-                    "kubernetes.io/arch": "amd64",
-                    "kubernetes.io/hostname": self.node_name,
-                    "kubernetes.io/os": "linux",
-                    "node-role.kubernetes.io/control-plane": "true",
-                    "node-role.kubernetes.io/master": "true",
-                    "node.kubernetes.io/instance-type": "k3s"},
+                "labels": dict(sorted(labels.items())),
                 "annotations": {
                     "k3s.io/hostname": self.node_name,
-                    "k3s.io/internal-ip": NODE_IP,
+                    "k3s.io/internal-ip": self.ip,
                     "node.alpha.kubernetes.io/ttl": "0",
                     "volumes.kubernetes.io/controller-managed-attach-detach":
                         "true"}},
-            "spec": {"podCIDR": "10.42.0.0/24", "podCIDRs": ["10.42.0.0/24"],
+            "spec": {"podCIDR": cidr, "podCIDRs": [cidr],
                      "providerID": f"k3s://{self.node_name}"},
             "status": {
                 "capacity": dict(base), "allocatable": dict(base),
@@ -240,7 +181,7 @@ class NodeModel:
                     self._node_condition("Ready", "True", "KubeletReady",
                                          "kubelet is posting ready status",
                                          stamp)],
-                "addresses": [{"type": "InternalIP", "address": NODE_IP},
+                "addresses": [{"type": "InternalIP", "address": self.ip},
                               {"type": "Hostname", "address": self.node_name}],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
                 "nodeInfo": {
@@ -262,44 +203,6 @@ class NodeModel:
                 "lastTransitionTime": stamp, "reason": reason,
                 "message": message}
 
-    # -------------------------------------------------------------- loop
-
-    def run_forever(self, stop):
-        """Ticks after each write, when a timer of a pod falls due, and when
-        the host changes (k3s re-rendered containerd's config, the driver
-        came or went); otherwise it sleeps."""
-        seen_host = None
-        while not stop.is_set():
-            timeout = min(max(self.next_due - time.time(), 0.0), IDLE_SECONDS)
-            woken = self.wake.wait(timeout)
-            self.wake.clear()
-            host = self.host.fingerprint()
-            if not woken and host == seen_host and time.time() < self.next_due:
-                continue
-            seen_host = host
-            try:
-                self.tick()
-            except Exception:  # keep the node alive; the log shows it
-                traceback.print_exc()
-
-    def tick(self):
-        # The config file is read outside the store lock; images are listed
-        # (with `ctr`) only when a container is about to start.
-        runtimes, default_runtime = self.host.runtimes()
-        driver = self.host.driver_loaded()
-        with self.store.lock:
-            self.now = time.time()
-            self.next_due = self.now + IDLE_SECONDS
-            self.runtimes, self.default_runtime = runtimes, default_runtime
-            self.driver = driver
-            self.sync_namespaces()
-            self.sync_daemonsets()
-            self.collect_garbage()
-            self.schedule_pods()
-            self.run_pods()
-            self.sync_node()
-            self.sync_daemonset_status()
-
     def due(self, when):
         """Asks for a tick at `when` (a pod timer)."""
         if when is not None and when > self.now:
@@ -312,306 +215,33 @@ class NodeModel:
                 self.healthy = gpus if healthy is None else healthy
             elif healthy is not None:
                 self.healthy = healthy
-        self.wake.set()
+        self.cluster.wake.set()
         return {"gpus": self.gpus, "healthy": self.healthy}
 
-    # ------------------------------------------------------ API hooks
 
-    def admit(self, res, obj):
-        """Admission for new Pods: RuntimeClass and PriorityClass plugins."""
-        if res.kind != "Pod":
-            return
-        metadata = obj["metadata"]
-        name = metadata.get("generateName") or metadata.get("name", "")
-        spec = obj.get("spec", {})
-        rc_name = spec.get("runtimeClassName")
-        if rc_name and self.store.get(RUNTIMECLASSES, None, rc_name) is None:
-            raise errors.forbidden(
-                res, name, f'pod rejected: RuntimeClass "{rc_name}" not found')
-        priority_class = spec.get("priorityClassName")
-        if priority_class and priority_class not in PRIORITY_CLASSES:
-            raise errors.forbidden(res, name, f"no PriorityClass with name "
-                                   f"{priority_class} was found")
+    def read_host(self):
+        """Reads the host tree outside the store lock; images are listed
+        (with `ctr`) only when a container is about to start."""
+        runtimes, default_runtime = self.host.runtimes()
+        self.host_read = (runtimes, default_runtime,
+                          self.host.driver_loaded())
 
-    def graceful_delete(self, res, obj, grace):
-        if res.kind == "Namespace":
-            return True
-        if res.kind != "Pod" or grace == 0:
-            return False
-        return obj.get("spec", {}).get("nodeName") == self.node_name
-
-    # ------------------------------------------------------------ events
+    def start_tick(self, now):
+        self.now = now
+        self.next_due = now + IDLE_SECONDS
+        self.runtimes, self.default_runtime, self.driver = self.host_read
 
     def event(self, obj, kind, reason, message, component, field_path=None):
-        """Records an Event like client-go's recorder: a repeat of the same
-        event within 10 s is dropped, later ones bump `count`."""
-        uid = obj["metadata"]["uid"]
-        key = (uid, reason, message)
-        remembered = self.event_memory.get(key)
-        if remembered and self.now - remembered[1] < EVENT_REPEAT_SECONDS:
-            return
-        namespace = obj["metadata"].get("namespace") or "default"
-        stamp = now_iso(self.now)
-        if remembered:
-            existing = self.store.get(EVENTS, namespace, remembered[0])
-            if existing is not None:
-                existing["count"] = existing.get("count", 1) + 1
-                existing["lastTimestamp"] = stamp
-                self.registry.save(EVENTS, existing)
-                self.event_memory[key] = (remembered[0], self.now)
-                return
-        name = f"{obj['metadata']['name']}.{time.time_ns():x}"
-        involved = {"kind": obj["kind"], "namespace": namespace if
-                    obj["metadata"].get("namespace") else "",
-                    "name": obj["metadata"]["name"], "uid": uid,
-                    "apiVersion": obj["apiVersion"],
-                    "resourceVersion": obj["metadata"].get("resourceVersion",
-                                                           "")}
-        if not involved["namespace"]:
-            del involved["namespace"]
-        if field_path:
-            involved["fieldPath"] = field_path
         host = self.node_name if component == "kubelet" else ""
-        source = {"component": component}
-        if host:
-            source["host"] = host
-        body = {"metadata": {"name": name, "namespace": namespace},
-                "involvedObject": involved, "reason": reason,
-                "message": message, "source": source,
-                "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
-                "type": kind, "eventTime": None,
-                "reportingComponent": component, "reportingInstance": host}
-        try:
-            self.registry.create(EVENTS, namespace, body, component)
-            self.event_memory[key] = (name, self.now)
-        except errors.ApiError:
-            pass  # e.g. the namespace is being deleted
-
-    # ---------------------------------------------------- controllers
-
-    def sync_namespaces(self):
-        """kube-root-ca.crt in every namespace; finish deleting namespaces."""
-        for ns in self.store.list(NAMESPACES):
-            name = ns["metadata"]["name"]
-            if ns["metadata"].get("deletionTimestamp"):
-                self._finish_namespace(ns)
-            elif self.store.get(CONFIGMAPS, name, "kube-root-ca.crt") is None:
-                self.registry.create(CONFIGMAPS, name, {
-                    "metadata": {"name": "kube-root-ca.crt", "annotations": {
-                        "kubernetes.io/description": "Contains a CA bundle "
-                        "that can be used to verify the kube-apiserver when "
-                        "using internal endpoints such as the internal "
-                        "service IP or kubernetes.default.svc. No other usage "
-                        "is guaranteed across distributions of Kubernetes "
-                        "clusters."}},
-                    "data": {"ca.crt": self.opts.ca_pem}},
-                    "root-ca-cert-publisher")
-
-    def _finish_namespace(self, ns):
-        name = ns["metadata"]["name"]
-        for res in (PODS, DAEMONSETS, CONFIGMAPS, EVENTS):
-            for obj in self.store.list(res, name):
-                if res is PODS:
-                    self._stop_pod(obj, pod_gone=True)
-                self.store.remove(res, obj)
-        self.store.remove(NAMESPACES, ns)
-
-    def node(self):
-        return self.store.get(NODES, None, self.node_name)
-
-    def _node_selected(self, pod_spec, node):
-        selector = pod_spec.get("nodeSelector") or {}
-        labels = node["metadata"].get("labels", {})
-        return all(labels.get(k) == v for k, v in selector.items())
-
-    def pods_of(self, owner):
-        uid = owner["metadata"]["uid"]
-        pods = self.store.list(PODS, owner["metadata"]["namespace"])
-        return [p for p in pods
-                if (controller_of(p) or {}).get("uid") == uid]
-
-    def sync_daemonsets(self):
-        node = self.node()
-        for ds in self.store.list(DAEMONSETS):
-            if ds["metadata"].get("deletionTimestamp"):
-                continue
-            pods = [p for p in self.pods_of(ds)
-                    if not p["metadata"].get("deletionTimestamp")]
-            template_spec = get_path(ds, ("spec", "template", "spec"), {})
-            wanted = node is not None and self._node_selected(template_spec,
-                                                              node)
-            current = template_hash(ds)
-            rolling = get_path(ds, ("spec", "updateStrategy", "type"),
-                               "RollingUpdate") == "RollingUpdate"
-            keep = []
-            for pod in pods:
-                outdated = pod["metadata"].get("labels", {}).get(
-                    "controller-revision-hash") != current
-                failed = get_path(pod, ("status", "phase")) == "Failed"
-                if not wanted or failed or (outdated and rolling) or keep:
-                    self._ds_delete_pod(ds, pod)
-                else:
-                    keep.append(pod)
-            terminating = any(p["metadata"].get("deletionTimestamp")
-                              for p in self.pods_of(ds))
-            if wanted and not keep and not terminating:
-                self._ds_create_pod(ds, node, current)
-
-    def _ds_delete_pod(self, ds, pod):
-        self.registry.delete(PODS, pod["metadata"]["namespace"],
-                             pod["metadata"]["name"], {})
-        self.event(ds, "Normal", "SuccessfulDelete",
-                   f"Deleted pod: {pod['metadata']['name']}",
-                   "daemonset-controller")
-
-    def _ds_create_pod(self, ds, node, revision):
-        template = copy.deepcopy(get_path(ds, ("spec", "template"), {}))
-        metadata = template.get("metadata") or {}
-        labels = dict(metadata.get("labels") or {})
-        labels["controller-revision-hash"] = revision
-        labels["pod-template-generation"] = ds["metadata"].get(
-            "annotations", {}).get("deprecated.daemonset.template.generation",
-                                   "1")
-        pod_meta = {"generateName": ds["metadata"]["name"] + "-",
-                    "labels": labels,
-                    "ownerReferences": [{
-                        "apiVersion": "apps/v1", "kind": "DaemonSet",
-                        "name": ds["metadata"]["name"],
-                        "uid": ds["metadata"]["uid"], "controller": True,
-                        "blockOwnerDeletion": True}]}
-        if metadata.get("annotations"):
-            pod_meta["annotations"] = metadata["annotations"]
-        spec = template.get("spec") or {}
-        spec["affinity"] = {"nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchFields": [{
-                    "key": "metadata.name", "operator": "In",
-                    "values": [node["metadata"]["name"]]}]}]}}}
-        tolerations = spec.setdefault("tolerations", [])
-        for key, effect in DS_TOLERATIONS:
-            if not any(t.get("key") == key for t in tolerations):
-                tolerations.append({"key": key, "operator": "Exists",
-                                    "effect": effect})
-        try:
-            pod = self.registry.create(PODS, ds["metadata"]["namespace"],
-                                       {"metadata": pod_meta, "spec": spec},
-                                       "k3s")
-        except errors.ApiError as err:
-            self.create_failed[ds["metadata"]["uid"]] = True
-            self.event(ds, "Warning", "FailedCreate",
-                       f"Error creating: {err.message}",
-                       "daemonset-controller")
-            return
-        self.create_failed.pop(ds["metadata"]["uid"], None)
-        self.event(ds, "Normal", "SuccessfulCreate",
-                   f"Created pod: {pod['metadata']['name']}",
-                   "daemonset-controller")
-
-    def collect_garbage(self):
-        """Pods whose controlling DaemonSet is gone are deleted."""
-        owners = {ds["metadata"]["uid"] for ds in self.store.list(DAEMONSETS)}
-        for pod in self.store.list(PODS):
-            ref = controller_of(pod)
-            if ref and ref.get("kind") == "DaemonSet" and \
-                    ref.get("uid") not in owners and \
-                    not pod["metadata"].get("deletionTimestamp"):
-                self.registry.delete(PODS, pod["metadata"]["namespace"],
-                                     pod["metadata"]["name"], {})
-
-    # --------------------------------------------------------- scheduler
-
-    def schedule_pods(self):
-        node = self.node()
-        if node is None:
-            return
-        for pod in self.store.list(PODS):
-            spec = pod.get("spec", {})
-            if spec.get("nodeName") or pod["metadata"].get(
-                    "deletionTimestamp") or spec.get(
-                    "schedulerName", "default-scheduler") != \
-                    "default-scheduler":
-                continue
-            reason = self._unschedulable(pod, node)
-            conditions = pod.setdefault("status", {}).setdefault(
-                "conditions", [])
-            if reason is None:
-                spec["nodeName"] = self.node_name
-                self._set_condition(conditions, "PodScheduled", "True")
-                self.registry.save(PODS, pod)
-                self.event(pod, "Normal", "Scheduled",
-                           f"Successfully assigned "
-                           f"{pod['metadata']['namespace']}/"
-                           f"{pod['metadata']['name']} to {self.node_name}",
-                           "default-scheduler")
-            else:
-                self._set_condition(conditions, "PodScheduled", "False",
-                                    "Unschedulable", reason)
-                self.registry.save(PODS, pod)
-                self.event(pod, "Warning", "FailedScheduling", reason,
-                           "default-scheduler")
-
-    def _unschedulable(self, pod, node):
-        spec = pod.get("spec", {})
-        required = "requiredDuringSchedulingIgnoredDuringExecution"
-        terms = get_path(spec, ("affinity", "nodeAffinity", required,
-                                "nodeSelectorTerms"), [])
-        fields_ok = all(
-            self.node_name in expr.get("values", [])
-            for term in terms for expr in term.get("matchFields", [])
-            if expr.get("key") == "metadata.name")
-        if not fields_ok or not self._node_selected(spec, node):
-            return ("0/1 nodes are available: 1 node(s) didn't match Pod's "
-                    "node affinity/selector. preemption: 0/1 nodes are "
-                    "available: 1 Preemption is not helpful for scheduling.")
-        allocatable = node.get("status", {}).get("allocatable", {})
-        short = sorted(name for name, count in self._extended_requests(pod)
-                       .items() if count > int(allocatable.get(name, "0"))
-                       - self._used(name, pod))
-        if short:
-            listed = ", ".join(f"1 Insufficient {name}" for name in short)
-            return (f"0/1 nodes are available: {listed}. preemption: 0/1 "
-                    f"nodes are available: 1 No preemption victims found for "
-                    f"incoming pod.")
-        return None
-
-    @staticmethod
-    def _extended_requests(pod):
-        total = {}
-        for container in pod.get("spec", {}).get("containers", []):
-            resources = container.get("resources") or {}
-            wanted = dict(resources.get("limits") or {})
-            wanted.update(resources.get("requests") or {})
-            for name, value in wanted.items():
-                if "/" in name and not name.startswith("kubernetes.io/"):
-                    total[name] = total.get(name, 0) + int(str(value))
-        return total
-
-    def _used(self, name, excluding):
-        used = 0
-        for pod in self.store.list(PODS):
-            if pod["metadata"]["uid"] == excluding["metadata"]["uid"]:
-                continue
-            if pod.get("spec", {}).get("nodeName") == self.node_name and \
-                    get_path(pod, ("status", "phase")) not in ("Succeeded",
-                                                               "Failed"):
-                used += self._extended_requests(pod).get(name, 0)
-        return used
+        self.cluster.recorder.record(obj, kind, reason, message, component,
+                                     field_path, host)
 
     def _set_condition(self, conditions, kind, status, reason=None,
                        message=None):
-        existing = condition(conditions, kind)
-        if existing is None:
-            existing = {"type": kind}
-            conditions.append(existing)
-        if existing.get("status") != status:
-            existing["lastTransitionTime"] = now_iso(self.now)
-        existing["status"] = status
-        existing["lastProbeTime"] = None
-        for key, value in (("reason", reason), ("message", message)):
-            if value:
-                existing[key] = value
-            else:
-                existing.pop(key, None)
+        set_condition(conditions, kind, status, self.now, reason, message)
+
+    def node(self):
+        return self.store.get(NODES, None, self.node_name)
 
     # ------------------------------------------------------------ kubelet
 
@@ -645,7 +275,7 @@ class NodeModel:
 
     def _finish_deletion(self, pod):
         """The containers stop and the kubelet removes the pod object."""
-        self._stop_pod(pod, pod_gone=True)
+        self.stop_pod(pod, pod_gone=True)
         for spec in pod["spec"]["containers"]:
             self.event(pod, "Normal", "Killing",
                        f"Stopping container {spec['name']}", "kubelet",
@@ -660,7 +290,7 @@ class NodeModel:
         self.event(pod, "Warning", "UnexpectedAdmissionError", message,
                    "kubelet")
 
-    def _stop_pod(self, pod, pod_gone):
+    def stop_pod(self, pod, pod_gone):
         run = self.runs.get(pod["metadata"]["uid"])
         for reg in self.registrations:
             if reg.pod_uid == pod["metadata"]["uid"]:
@@ -687,7 +317,7 @@ class NodeModel:
                 self.due(self.now + RETRY_SECONDS)
                 return
             run.sandbox = True
-            run.ip = f"10.42.0.{self.next_ip}"
+            run.ip = f"10.42.{self.opts.index}.{self.next_ip}"
             self.next_ip = self.next_ip % 250 + 2
         for spec in pod["spec"]["containers"]:
             self._step_container(pod, run, run.containers[spec["name"]], spec)
@@ -773,7 +403,16 @@ class NodeModel:
         ref = normalize_image(image)
         policy = spec.get("imagePullPolicy", "IfNotPresent")
         images = self.host.images()  # None: no containerd, all present
-        if images is not None and (policy == "Always" or ref not in images):
+        missing = images is not None and (policy == "Always"
+                                          or ref not in images)
+        # A pull from a peer that just ended is seen through, even when the
+        # image list already shows its result.
+        if missing or ref in self.pulls:
+            via_peer = self._pull_from_peer(pod, cr, image, ref)
+            if isinstance(via_peer, tuple):
+                return via_peer  # still coming
+            missing = missing and via_peer == "none"
+        if missing:
             # An air-gapped node: the registry's name does not even resolve.
             cr.pull_failures += 1
             if cr.pull_failures == 1:
@@ -807,6 +446,33 @@ class NodeModel:
             return ("RunContainerError", text, f"Error: {text}", "Failed")
         return None
 
+    def _pull_from_peer(self, pod, cr, image, ref):
+        """Through the embedded registry mirror: None once the image is
+        here, the waiting state while it comes, "none" when no peer can
+        serve it (or the pull failed): then the pull fails as without it."""
+        if not self.opts.embedded_registry_mirror:
+            return "none"
+        pull = self.pulls.get(ref)
+        if pull is None:
+            found = self.cluster.peer_holding(self, ref)
+            if found is None:
+                return "none"
+            peer, source = found
+            pull = self.pulls[ref] = PeerPull(image, ref, source,
+                                              peer.host.socket,
+                                              self.host.socket)
+            self.event(pod, "Normal", "Pulling", f"Pulling image \"{image}\"",
+                       "kubelet", f"spec.containers{{{cr.name}}}")
+        if pull.running():
+            self.due(self.now + RETRY_SECONDS)
+            return ("ContainerCreating", "", None, None)
+        del self.pulls[ref]
+        if not pull.ok:
+            return "none"
+        self.host.forget_images()
+        cr.peer_pull = pull
+        return None
+
     def _start_container(self, pod, run, cr, spec):
         restarting = cr.started_at is not None
         if restarting:
@@ -821,7 +487,12 @@ class NodeModel:
             "@sha256:" + hashlib.sha256(spec["image"].encode()).hexdigest()
         cr.pull_failures = 0
         field_path = f"spec.containers{{{cr.name}}}"
-        if not restarting:
+        if cr.peer_pull is not None:
+            self.event(pod, "Normal", "Pulled",
+                       cr.peer_pull.pulled_message(self.now), "kubelet",
+                       field_path)
+            cr.peer_pull = None
+        elif not restarting:
             self.event(pod, "Normal", "Pulled", f"Container image "
                        f"\"{spec['image']}\" already present on machine",
                        "kubelet", field_path)
@@ -1001,8 +672,8 @@ class NodeModel:
                  "ContainersReady", "PodScheduled"]
         conditions.sort(key=lambda c: order.index(c["type"])
                         if c["type"] in order else len(order))
-        status["hostIP"] = NODE_IP
-        status["hostIPs"] = [{"ip": NODE_IP}]
+        status["hostIP"] = self.ip
+        status["hostIPs"] = [{"ip": self.ip}]
         if run.ip:
             status["podIP"] = run.ip
             status["podIPs"] = [{"ip": run.ip}]
@@ -1065,33 +736,6 @@ class NodeModel:
                                         "userNamespaces": True}}
             for name in sorted(set(self.runtimes) | {""})]
         self.registry.save(NODES, node)
-
-    def sync_daemonset_status(self):
-        node = self.node()
-        for ds in self.store.list(DAEMONSETS):
-            pods = [p for p in self.pods_of(ds)
-                    if not p["metadata"].get("deletionTimestamp")]
-            template_spec = get_path(ds, ("spec", "template", "spec"), {})
-            desired = 1 if node is not None and self._node_selected(
-                template_spec, node) else 0
-            ready = sum(1 for p in pods if (condition(
-                get_path(p, ("status", "conditions")), "Ready") or {}).get(
-                "status") == "True")
-            current = template_hash(ds)
-            updated = sum(1 for p in pods if p["metadata"].get(
-                "labels", {}).get("controller-revision-hash") == current)
-            status = {"currentNumberScheduled": min(len(pods), desired),
-                      "numberMisscheduled": 0,
-                      "desiredNumberScheduled": desired, "numberReady": ready,
-                      "observedGeneration": ds["metadata"].get("generation",
-                                                               1)}
-            for key, value in (("updatedNumberScheduled", updated),
-                               ("numberAvailable", ready),
-                               ("numberUnavailable", desired - ready)):
-                if value > 0:
-                    status[key] = value
-            ds["status"] = status
-            self.registry.save(DAEMONSETS, ds)
 
     # ------------------------------------------------------------ logs
 

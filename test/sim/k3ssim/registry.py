@@ -179,6 +179,9 @@ class Registry:
         # Installed by the node model: admission of new objects (RuntimeClass
         # and PriorityClass checks for Pods) and graceful deletion.
         self.admit = lambda res, obj: None
+        # Admission of every create and update by the request's user
+        # (NodeRestriction), before the no-op check, as in kube-apiserver.
+        self.admit_change = lambda res, live, new: None
         self.graceful_delete = lambda res, obj, grace: False
 
     # ------------------------------------------------------------- reads
@@ -268,6 +271,7 @@ class Registry:
     def _finish(self, res, live, new, owners, dry_run):
         """Validates and stores; returns (object, created)."""
         name = new["metadata"]["name"]
+        self.admit_change(res, live, new)  # mutating admission: before
         problems = validate(res.kind, new, live)
         if problems:
             raise errors.invalid(res, name, problems)
