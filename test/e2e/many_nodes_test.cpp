@@ -1,0 +1,267 @@
+// Many nodes, end to end with the real binary: one simulated API server,
+// a k3s server without GPUs, GPU agents with their own host trees, real
+// containerds and kubelet identities (system:node:NAME, authorized as the
+// Node authorizer and NodeRestriction do), and a CPU-only agent. The
+// cluster part runs once with the admin kubeconfig; each agent's node part
+// with its own identity, in either order; reruns write nothing.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "containerd_fixture.hpp"
+#include "sim_cluster.hpp"
+#include "test_support.hpp"
+
+using namespace gpunode::test;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string kDsPath =
+    "/apis/apps/v1/namespaces/kube-system/daemonsets/"
+    "nvidia-device-plugin-daemonset";
+
+// server (no GPU), gpu-a (1 GPU), gpu-b (2 GPUs), cpu-1 (none): agents.
+SimClusterOptions four_nodes() {
+  SimClusterOptions o;
+  o.nodes = {{"server", true, 0, "cpu-server"},
+             {"gpu-a", false, 1, ""},
+             {"gpu-b", false, 2, ""},
+             {"cpu-1", false, 0, "cpu-agent"}};
+  return o;
+}
+
+// The cluster part, from the server: the admin kubeconfig k3s wrote there.
+Run cluster_part(SimCluster& c, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"install", "--scope", "cluster", "--timeout",
+                                "60s"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return c.gpunode("server", args);
+}
+
+// A node part, on an agent: no flags about scope or credentials, as an
+// operator runs `sudo ./install.sh` from the stick.
+Run node_part(SimCluster& c, const std::string& node,
+              std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"install", "--image-archive",
+                                c.image_archive(), "--timeout", "60s"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return c.gpunode(node, args);
+}
+
+// The stage events of a --json run, by stage, and the result event.
+std::map<std::string, json> stage_events(const Run& r) {
+  std::map<std::string, json> out;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;
+    if (j.value("event", "") == "stage") out[j.value("stage", "")] = j;
+    if (j.value("event", "") == "result") out["result"] = j;
+  }
+  return out;
+}
+
+long long writes_by(SimCluster& c, const std::string& user) {
+  const json s = c.stats();
+  return s.value("writes_by_user", json::object()).value(user, 0LL);
+}
+
+}  // namespace
+
+TEST_CASE("many nodes: the cluster part once, then each agent with its own "
+          "identity",
+          "[e2e][many-nodes]") {
+  REQUIRE_PARTS();
+  SimCluster c(four_nodes());
+
+  Run cluster = cluster_part(c, {"--json"});
+  INFO(cluster.err);
+  REQUIRE(cluster.exit_code == 0);
+  auto ev = stage_events(cluster);
+  CHECK(ev["result"]["scope"] == "cluster");
+  CHECK(ev["driver"]["status"] == "skipped");  // the host layers are not its
+  CHECK(ev["allocatable"]["code"] == "allocatable.no-gpu-nodes");
+  // The DaemonSet selects GPU nodes only: no node is labelled yet.
+  CHECK(c.object(kDsPath)["status"].value("desiredNumberScheduled", -1) == 0);
+
+  for (const std::string node : {"gpu-a", "gpu-b"}) {
+    c.reset_stats();
+    Run agent = node_part(c, node, {"--json"});
+    INFO(node << "\n" << agent.err);
+    REQUIRE(agent.exit_code == 0);
+    auto e = stage_events(agent);
+    CHECK(e["result"]["scope"] == "node");
+    CHECK(e["result"]["role"] == "agent");
+    CHECK(e["result"]["kubeconfig"] ==
+          "/var/lib/rancher/k3s/agent/kubelet.kubeconfig");
+    CHECK(e["labels"]["status"] == "applied");
+    CHECK(e["runtimeclass"]["status"] == "satisfied");
+    // Every write this run made was the node's own, none an admin's.
+    CHECK(writes_by(c, "system:node:" + node) >= 1);
+    CHECK(writes_by(c, "system:admin") == 0);
+  }
+  CHECK(c.allocatable("gpu-a") == "1");
+  CHECK(c.allocatable("gpu-b") == "2");
+  CHECK(c.allocatable("cpu-1").empty());
+  CHECK(c.allocatable("server").empty());
+  // The CPU-only agent got no plugin pod to hang in ContainerCreating.
+  Run pods = c.kubectl({"-n", "kube-system", "get", "pods", "-o",
+                        "jsonpath={.items[*].spec.nodeName}"});
+  CHECK(pods.out.find("cpu-1") == std::string::npos);
+  CHECK(pods.out.find("gpu-a") != std::string::npos);
+
+  SECTION("a rerun anywhere makes 0 writes") {
+    c.reset_stats();
+    Run again = cluster_part(c);
+    INFO(again.err);
+    CHECK(again.exit_code == 0);
+    CHECK_THAT(again.err, Catch::Contains("every GPU node advertises its "
+                                          "slots"));
+    for (const std::string node : {"gpu-a", "gpu-b"}) {
+      Run rerun = node_part(c, node);
+      INFO(rerun.err);
+      CHECK(rerun.exit_code == 0);
+    }
+    CHECK(c.stats()["writes"] == 0);
+  }
+  SECTION("status on an agent shows the cluster-wide plugin settings") {
+    Run s = c.gpunode("gpu-a", {"status", "--json"});
+    INFO(s.err);
+    CHECK(s.exit_code == 0);
+    auto e = stage_events(s);
+    CHECK(e["plugin"]["facts"]["cluster_plugin"]["variant"] == "default");
+    CHECK(e["allocatable"]["facts"]["nodes"][0]["expected"] == 1);
+    CHECK(e["allocatable"]["facts"]["nodes"][0]["advertised"] == 1);
+  }
+}
+
+TEST_CASE("many nodes: an agent first is told the cluster part is missing, "
+          "then converges",
+          "[e2e][many-nodes]") {
+  REQUIRE_PARTS();
+  SimCluster c(four_nodes());
+  Run first = node_part(c, "gpu-a");
+  INFO(first.err);
+  CHECK(first.exit_code == 1);
+  CHECK_THAT(first.err, Catch::Contains("RuntimeClass nvidia does not exist") &&
+                            Catch::Contains("gpunode install --scope cluster"));
+  // Not labelled: the DaemonSet, once there, must not land on a node whose
+  // part stopped short.
+  CHECK(c.object("/api/v1/nodes/gpu-a")["metadata"]["labels"].value(
+            "nvidia.com/gpu.present", "") == "");
+  Run cluster = cluster_part(c);
+  INFO(cluster.err);
+  CHECK(cluster.exit_code == 0);
+  CHECK_THAT(cluster.err, Catch::Contains("no GPU node yet"));
+  Run again = node_part(c, "gpu-a");
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
+  CHECK(c.allocatable("gpu-a") == "1");
+}
+
+TEST_CASE("many nodes: time-slicing 4 -> 2 -> default changes every GPU node, "
+          "only with --all-nodes",
+          "[e2e][many-nodes]") {
+  REQUIRE_PARTS();
+  SimCluster c(four_nodes());
+  REQUIRE(cluster_part(c, {"--variant", "time-slicing", "--replicas", "4"})
+              .exit_code == 0);
+  REQUIRE(node_part(c, "gpu-a").exit_code == 0);
+  REQUIRE(node_part(c, "gpu-b").exit_code == 0);
+  CHECK(c.allocatable("gpu-a") == "4");
+  CHECK(c.allocatable("gpu-b") == "8");
+
+  // Without --all-nodes: refused, each node's slots now and after named.
+  Run refused = cluster_part(c, {"--variant", "time-slicing", "--replicas", "2"});
+  INFO(refused.err);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("--all-nodes") &&
+                              Catch::Contains("node gpu-b: nvidia.com/gpu 8 -> "
+                                              "nvidia.com/gpu 4 (2 GPU)"));
+  Run plan = c.gpunode("server", {"plan", "--scope", "cluster", "--variant",
+                                  "time-slicing", "--replicas", "2"});
+  INFO(plan.err);
+  CHECK_THAT(plan.err, Catch::Contains("node gpu-a: nvidia.com/gpu 4 -> "
+                                       "nvidia.com/gpu 2 (1 GPU)"));
+  CHECK(c.allocatable("gpu-b") == "8");  // nothing changed
+
+  Run two = cluster_part(c, {"--variant", "time-slicing", "--replicas", "2",
+                             "--all-nodes"});
+  INFO(two.err);
+  CHECK(two.exit_code == 0);
+  CHECK(c.allocatable("gpu-a") == "2");
+  CHECK(c.allocatable("gpu-b") == "4");
+  // An agent takes the cluster's settings without being told them.
+  Run agent = node_part(c, "gpu-b");
+  INFO(agent.err);
+  CHECK(agent.exit_code == 0);
+  CHECK_THAT(agent.err, Catch::Contains("time-slicing, 2 slot(s) per GPU"));
+
+  Run back = cluster_part(c, {"--all-nodes"});
+  INFO(back.err);
+  CHECK(back.exit_code == 0);
+  CHECK(c.allocatable("gpu-a") == "1");
+  CHECK(c.allocatable("gpu-b") == "2");
+}
+
+TEST_CASE("many nodes: an agent whose handler is missing stops at that layer, "
+          "unlabelled",
+          "[e2e][many-nodes]") {
+  REQUIRE_PARTS();
+  SimClusterOptions o = four_nodes();
+  o.nodes[2].scenario = "agent-no-handler";
+  SimCluster c(o);
+  REQUIRE(cluster_part(c).exit_code == 0);
+  Run agent = node_part(c, "gpu-b");
+  INFO(agent.err);
+  CHECK(agent.exit_code == 1);
+  CHECK_THAT(agent.err, Catch::Contains("[ERROR handler]"));
+  CHECK(c.object("/api/v1/nodes/gpu-b")["metadata"]["labels"].value(
+            "nvidia.com/gpu.present", "") == "");
+}
+
+TEST_CASE("many nodes: the cluster part reports a GPU node held up by its own "
+          "layer without waiting it out",
+          "[e2e][many-nodes]") {
+  REQUIRE_PARTS();
+  SimClusterOptions o = four_nodes();
+  o.nodes[2].scenario = "agent-no-handler";
+  SimCluster c(o);
+  REQUIRE(node_part(c, "gpu-a").exit_code == 1);  // the cluster part lacks
+  // gpu-b was labelled by hand, but its containerd has no nvidia runtime.
+  REQUIRE(c.kubectl({"label", "node", "gpu-b", "nvidia.com/gpu.present=true",
+                     "nvidia.com/gpu.count=2"})
+              .exit_code == 0);
+  const auto start = std::chrono::steady_clock::now();
+  Run cluster = c.gpunode("server", {"install", "--scope", "cluster",
+                                     "--timeout", "40s"});
+  const auto took = std::chrono::steady_clock::now() - start;
+  INFO(cluster.err);
+  CHECK(cluster.exit_code == 1);
+  CHECK_THAT(cluster.err, Catch::Contains("node gpu-b: [handler]") &&
+                              Catch::Contains("on node gpu-b:"));
+  CHECK(took < std::chrono::seconds(30));
+  CHECK(c.allocatable("gpu-a") == "1");
+}
+
+TEST_CASE("many nodes: kill -9 of an agent's run, then a rerun converges",
+          "[e2e][many-nodes]") {
+  REQUIRE_PARTS();
+  // Before the labels are written, and right after the API took a write.
+  for (const std::string point : {"check:labels", "api-write-done"}) {
+    SimCluster fresh(four_nodes());
+    REQUIRE(cluster_part(fresh).exit_code == 0);
+    Run killed = fresh.gpunode(
+        "gpu-a",
+        {"install", "--image-archive", fresh.image_archive(), "--timeout", "60s"},
+        {"GPUNODE_TEST_CRASH_AT=" + point});
+    INFO(point << "\n" << killed.err);
+    CHECK(killed.exit_code == 128 + 9);
+    Run rerun = node_part(fresh, "gpu-a");
+    INFO(rerun.err);
+    CHECK(rerun.exit_code == 0);
+    CHECK(fresh.allocatable("gpu-a") == "1");
+  }
+}
