@@ -75,6 +75,21 @@ Result<std::optional<std::string>> archive_source(Context& ctx) {
   return std::optional<std::string>((*bundle)->device_plugin_archive);
 }
 
+// The image stage's "image" facts (docs/json-events.md): what containerd
+// holds under the ref, and the archive an import would read (null: none).
+nlohmann::json image_facts(const std::string& ref,
+                           const std::optional<ImageRecord>& record,
+                           const std::optional<ImageCompleteness>& complete,
+                           const std::optional<std::string>& archive) {
+  using nlohmann::json;
+  return {{"ref", ref},
+          {"digest", record ? json(record->digest) : json(nullptr)},
+          {"pinned", record && record->has_label(kPinnedLabel, "pinned")},
+          {"complete", complete && complete->complete},
+          {"unpacked", complete && complete->unpacked},
+          {"archive", archive ? json(*archive) : json(nullptr)}};
+}
+
 class ImageStage : public Stage {
  public:
   std::string_view name() const override { return "image"; }
@@ -134,8 +149,10 @@ class ImageStage : public Stage {
     if (!found)
       return blocked("image.containerd-unreachable", found.error().message,
                      found.error().fix, found.error().exit);
-    Check c = judge(ctx, ctr, ref, *found, archive);
+    std::optional<ImageCompleteness> complete;
+    Check c = judge(ctx, ctr, ref, *found, archive, complete);
     c.warnings.insert(c.warnings.end(), warnings.begin(), warnings.end());
+    c.facts["image"] = image_facts(ref, *found, complete, *source);
     // What an import would bring into containerd: the archive's members,
     // and what they unpack to (plan adds these up).
     if (c.status == CheckStatus::kNeeded && c.code != "image.unpinned" &&
@@ -218,7 +235,8 @@ class ImageStage : public Stage {
   // Compares what containerd holds with what is wanted.
   Check judge(Context& ctx, CtrClient& ctr, const std::string& ref,
               const std::optional<ImageRecord>& record,
-              const std::optional<ImageArchiveInfo>& archive) {
+              const std::optional<ImageArchiveInfo>& archive,
+              std::optional<ImageCompleteness>& completeness) {
     auto source = archive_source(ctx);
     const std::string archive_path = source ? source->value_or("") : "";
     if (!record) {
@@ -237,6 +255,7 @@ class ImageStage : public Stage {
       return blocked("image.containerd-unreachable", complete.error().message,
                      complete.error().fix, complete.error().exit);
     }
+    completeness = *complete;
     std::string differs;
     if (archive) {
       auto identity = identity_of(ctr, *record, archive->format);
