@@ -505,9 +505,8 @@ TEST_CASE(
   CHECK(count_calls(node, "content label") == labels);
   CHECK(node.imports() == 1);
 
-  Run status = run_gpunode({"status", "--root", node.root, "--only", "image",
-                            "--json"},
-                           node.env());
+  Run status = run_gpunode(
+      {"status", "--root", node.root, "--only", "image", "--json"}, node.env());
   const auto ev = image_event(status);
   CHECK(ev.value("code", "") == "image.ok");
   CHECK(ev["facts"]["mirror"]["enabled"] == true);
@@ -530,9 +529,8 @@ TEST_CASE(
   CHECK(count_calls(node, "images tag") == 0);  // as before: no mirror
   CHECK(count_calls(node, "content label") == 0);
   mirror_on(node);
-  Run status = run_gpunode({"status", "--root", node.root, "--only", "image",
-                            "--json"},
-                           node.env());
+  Run status = run_gpunode(
+      {"status", "--root", node.root, "--only", "image", "--json"}, node.env());
   const auto ev = image_event(status);
   CHECK(ev.value("status", "") == "would-apply");  // status: what install does
   CHECK(ev.value("code", "") == "image.unshared");
