@@ -73,11 +73,17 @@ std::size_t ShareGaps::writes() const {
          unlabelled.size();
 }
 
+std::string digest_reference(const std::string& ref,
+                             const std::string& digest) {
+  const ImageName name = split_image_name(ref);
+  return name.registry + "/" + name.repository + "@" + digest;
+}
+
 Result<ShareGaps> find_share_gaps(CtrClient& ctr, const std::string& ref,
                                   const std::string& digest) {
   const ImageName name = split_image_name(ref);
   ShareGaps gaps;
-  gaps.digest_ref = name.registry + "/" + name.repository + "@" + digest;
+  gaps.digest_ref = digest_reference(ref, digest);
   gaps.label = kSourceLabel + name.registry + "=" + name.repository;
   auto found = ctr.find(gaps.digest_ref);
   if (!found) return found.error();

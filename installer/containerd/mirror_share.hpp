@@ -35,6 +35,9 @@ struct ShareGaps {
   std::size_t writes() const;
 };
 
+// "nvcr.io/nvidia/k8s-device-plugin@sha256:...": the name Spegel serves.
+std::string digest_reference(const std::string& ref, const std::string& digest);
+
 // What the image `ref`, whose record points at `digest`, lacks.
 Result<ShareGaps> find_share_gaps(CtrClient& ctr, const std::string& ref,
                                   const std::string& digest);
