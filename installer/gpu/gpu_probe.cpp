@@ -37,16 +37,11 @@ Check no_communication(const std::string& said,
       "from your offline repository and check `dmesg | grep -i NVRM`");
 }
 
-const char* mig_text(GpuInfo::Mig mig) {
-  switch (mig) {
-    case GpuInfo::Mig::kDisabled:
-      return "MIG disabled";
-    case GpuInfo::Mig::kEnabled:
-      return "MIG enabled";
-    case GpuInfo::Mig::kUnsupported:
-      return "MIG not supported";
-  }
-  return "MIG unknown";
+// The details' words for a GPU's MIG mode.
+std::string mig_text(GpuInfo::Mig mig) {
+  return mig == GpuInfo::Mig::kUnsupported
+             ? "MIG not supported"
+             : std::string("MIG ") + mig_mode_name(mig);
 }
 
 }  // namespace
