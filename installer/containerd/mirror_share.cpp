@@ -1,6 +1,5 @@
 #include "containerd/mirror_share.hpp"
 
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "containerd/registry_mirror.hpp"
@@ -10,39 +9,26 @@ namespace {
 
 constexpr const char* kSourceLabel = "containerd.io/distribution.source.";
 
-// The blobs reachable from `digest` that are in the store: an index's
-// manifests (those of other platforms may not have been imported), a
-// manifest's config and layers. Manifests and indexes are read; layers not.
-Result<void> walk(CtrClient& ctr, const std::string& digest,
-                  const std::map<std::string, std::vector<std::string>>& store,
-                  std::set<std::string>& seen, std::vector<std::string>& out) {
-  if (!store.count(digest) || !seen.insert(digest).second) return {};
+constexpr const char* kGcRef = "containerd.io/gc.ref.content.";
+
+// The image's blobs: `digest` and what it references for containerd's
+// garbage collector (labels containerd.io/gc.ref.content.m.N, .config,
+// .l.N, which import sets on an index and a manifest for the children it
+// keeps), recursively. Exactly the content containerd keeps for the image:
+// an index's manifests of other platforms, which import does not keep, are
+// left out (reading them by their digests in the index would race the
+// collector that removes them).
+void walk(const std::string& digest,
+          const std::map<std::string, std::vector<std::string>>& store,
+          std::set<std::string>& seen, std::vector<std::string>& out) {
+  auto it = store.find(digest);
+  if (it == store.end() || !seen.insert(digest).second) return;
   out.push_back(digest);
-  auto text = ctr.content(digest);
-  if (!text) return text.error();
-  const auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (!j.is_object()) return {};  // a config or layer read as such: a leaf
-  for (const char* key : {"manifests", "layers"}) {
-    if (!j.contains(key) || !j[key].is_array()) continue;
-    for (const auto& d : j[key]) {
-      if (!d.is_object() || !d.contains("digest") || !d["digest"].is_string())
-        continue;
-      const std::string child = d["digest"];
-      if (std::string(key) == "layers") {
-        if (store.count(child) && seen.insert(child).second)
-          out.push_back(child);
-      } else if (auto r = walk(ctr, child, store, seen, out); !r) {
-        return r;
-      }
-    }
+  for (const auto& label : it->second) {
+    const std::size_t eq = label.find('=');
+    if (label.rfind(kGcRef, 0) == 0 && eq != std::string::npos)
+      walk(label.substr(eq + 1), store, seen, out);
   }
-  if (j.contains("config") && j["config"].is_object() &&
-      j["config"].contains("digest") && j["config"]["digest"].is_string()) {
-    const std::string config = j["config"]["digest"];
-    if (store.count(config) && seen.insert(config).second)
-      out.push_back(config);
-  }
-  return {};
 }
 
 bool has(const std::vector<std::string>& labels, const std::string& label) {
@@ -94,7 +80,7 @@ Result<ShareGaps> find_share_gaps(CtrClient& ctr, const std::string& ref,
   if (!store) return store.error();
   std::set<std::string> seen;
   std::vector<std::string> blobs;
-  if (auto r = walk(ctr, digest, *store, seen, blobs); !r) return r.error();
+  walk(digest, *store, seen, blobs);
   gaps.blobs = blobs.size();
   for (const auto& b : blobs) {
     if (!has(store->at(b), gaps.label)) gaps.unlabelled.push_back(b);

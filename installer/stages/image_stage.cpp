@@ -153,11 +153,16 @@ class ImageStage : public Stage {
                      found.error().fix, found.error().exit);
     std::optional<ImageCompleteness> complete;
     const RegistryMirror mirror = read_registry_mirror(ctx.host.fs(), ref);
-    Check c = judge(ctx, ctr, ref, *found, archive, complete, mirror);
+    std::optional<ShareGaps> gaps;
+    Check c = judge(ctx, ctr, ref, *found, archive, complete, mirror, gaps);
     c.warnings.insert(c.warnings.end(), warnings.begin(), warnings.end());
     if (!mirror.problem.empty()) c.warnings.push_back(mirror.problem);
     c.facts["image"] = image_facts(ref, *found, complete, *source);
     c.facts["mirror"] = mirror.facts();
+    // Whether peers can be served the image (null: not looked at, the
+    // registry is not mirrored or the image is not there).
+    c.facts["mirror"]["shareable"] =
+        gaps ? nlohmann::json(gaps->none()) : nlohmann::json(nullptr);
     // What an import would bring into containerd: the archive's members,
     // and what they unpack to (plan adds these up).
     if (c.status == CheckStatus::kNeeded && c.code != "image.unpinned" &&
@@ -247,7 +252,7 @@ class ImageStage : public Stage {
               const std::optional<ImageRecord>& record,
               const std::optional<ImageArchiveInfo>& archive,
               std::optional<ImageCompleteness>& completeness,
-              const RegistryMirror& mirror) {
+              const RegistryMirror& mirror, std::optional<ShareGaps>& shape) {
     auto source = archive_source(ctx);
     const std::string archive_path = source ? source->value_or("") : "";
     if (!record) {
@@ -311,6 +316,7 @@ class ImageStage : public Stage {
         return blocked("image.containerd-unreachable", gaps.error().message,
                        gaps.error().fix, gaps.error().exit);
       }
+      shape = *gaps;
       if (!gaps->none()) {
         Check c = needed(
             "image.unshared",

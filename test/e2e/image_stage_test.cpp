@@ -513,6 +513,7 @@ TEST_CASE(
   CHECK(ev["facts"]["mirror"]["registry_mirrored"] == true);
   CHECK(ev["facts"]["mirror"]["embedded_registry"] == true);
   CHECK(ev["facts"]["mirror"]["source"] == "/etc/rancher/k3s/config.yaml");
+  CHECK(ev["facts"]["mirror"]["shareable"] == true);
   CHECK(ev["facts"]["image"]["digest"] == built.index_digest);
   CHECK(ev["facts"]["image"]["pinned"] == true);
 }
@@ -534,6 +535,7 @@ TEST_CASE(
   const auto ev = image_event(status);
   CHECK(ev.value("status", "") == "would-apply");  // status: what install does
   CHECK(ev.value("code", "") == "image.unshared");
+  CHECK(ev["facts"]["mirror"]["shareable"] == false);
   CHECK_THAT(ev.value("summary", ""),
              Catch::Contains("no digest reference nvcr.io/nvidia/"
                              "k8s-device-plugin@sha256:"));
