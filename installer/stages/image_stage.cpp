@@ -151,18 +151,18 @@ class ImageStage : public Stage {
     if (!found)
       return blocked("image.containerd-unreachable", found.error().message,
                      found.error().fix, found.error().exit);
-    std::optional<ImageCompleteness> complete;
     const RegistryMirror mirror = read_registry_mirror(ctx.host.fs(), ref);
-    std::optional<ShareGaps> gaps;
-    Check c = judge(ctx, ctr, ref, *found, archive, complete, mirror, gaps);
+    Looked looked;
+    Check c = judge(ctx, ctr, ref, *found, archive, mirror, looked);
     c.warnings.insert(c.warnings.end(), warnings.begin(), warnings.end());
     if (!mirror.problem.empty()) c.warnings.push_back(mirror.problem);
-    c.facts["image"] = image_facts(ref, *found, complete, *source);
+    c.facts["image"] = image_facts(ref, *found, looked.complete, *source);
     c.facts["mirror"] = mirror.facts();
     // Whether peers can be served the image (null: not looked at, the
     // registry is not mirrored or the image is not there).
-    c.facts["mirror"]["shareable"] =
-        gaps ? nlohmann::json(gaps->none()) : nlohmann::json(nullptr);
+    c.facts["mirror"]["shareable"] = looked.shape
+                                         ? nlohmann::json(looked.shape->none())
+                                         : nlohmann::json(nullptr);
     // What an import would bring into containerd: the archive's members,
     // and what they unpack to (plan adds these up).
     if (c.status == CheckStatus::kNeeded && c.code != "image.unpinned" &&
@@ -247,12 +247,17 @@ class ImageStage : public Stage {
   }
 
  private:
+  // What judge() asked containerd, beyond the record: for the facts.
+  struct Looked {
+    std::optional<ImageCompleteness> complete;
+    std::optional<ShareGaps> shape;  // only where the registry is mirrored
+  };
+
   // Compares what containerd holds with what is wanted.
   Check judge(Context& ctx, CtrClient& ctr, const std::string& ref,
               const std::optional<ImageRecord>& record,
               const std::optional<ImageArchiveInfo>& archive,
-              std::optional<ImageCompleteness>& completeness,
-              const RegistryMirror& mirror, std::optional<ShareGaps>& shape) {
+              const RegistryMirror& mirror, Looked& looked) {
     auto source = archive_source(ctx);
     const std::string archive_path = source ? source->value_or("") : "";
     if (!record) {
@@ -272,7 +277,7 @@ class ImageStage : public Stage {
       return blocked("image.containerd-unreachable", complete.error().message,
                      complete.error().fix, complete.error().exit);
     }
-    completeness = *complete;
+    looked.complete = *complete;
     std::string differs;
     if (archive) {
       auto identity = identity_of(ctr, *record, archive->format);
@@ -316,7 +321,7 @@ class ImageStage : public Stage {
         return blocked("image.containerd-unreachable", gaps.error().message,
                        gaps.error().fix, gaps.error().exit);
       }
-      shape = *gaps;
+      looked.shape = *gaps;
       if (!gaps->none()) {
         Check c = needed(
             "image.unshared",
