@@ -466,7 +466,7 @@ nlohmann::json image_event(const Run& r) {
 
 TEST_CASE(
     "with the embedded mirror on, the import gets a pinned digest reference "
-    "and labelled content; a rerun writes nothing",
+    "and labelled content, and a rerun writes nothing",
     "[e2e][image][containerd][mirror]") {
   REQUIRE_CONTAINERD();
   ImageNode node;
