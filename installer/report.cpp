@@ -198,6 +198,7 @@ void Reporter::result(std::string_view command, ExitCode code,
   for (const auto& o : outcomes)
     stages.push_back(json{{"stage", o.stage}, {"status", o.status}});
   json event{{"event", "result"},
+             {"schema", kJsonSchemaVersion},
              {"command", std::string(command)},
              {"exit_code", static_cast<int>(code)},
              {"status", exit_status_word(code)},

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "containerd/ctr_client.hpp"
+#include "containerd/mirror_share.hpp"
 #include "gpunode/journal.hpp"
 #include "gpunode/run_lock.hpp"
 #include "gpunode/state_dir.hpp"
@@ -85,6 +86,15 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
       }
       auto removed = ctr.remove(opts.image_ref);
       if (!removed) return fail(removed.error());
+      // The pinned name@digest an import for the embedded registry mirror
+      // added (containerd/mirror_share.hpp) would keep the content.
+      const std::string by_digest =
+          digest_reference(opts.image_ref, (*found)->digest);
+      auto named = ctr.find(by_digest);
+      if (!named) return fail(named.error());
+      if (*named) {
+        if (auto r = ctr.remove(by_digest); !r) return fail(r.error());
+      }
       report.info("uninstall", "image " + opts.image_ref + ": removed");
       outcomes.push_back({"image", "removed"});
     }

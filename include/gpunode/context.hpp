@@ -33,7 +33,11 @@ enum class HostRole;      // run/host_role.hpp
 // A bundle that passed verification in this run: what the stages take from it.
 struct VerifiedBundle {
   std::string dir;
-  std::string summary;                // files, bytes, signer
+  std::string summary;  // files, bytes, signer
+  // The summary's quantities, as preflight's "bundle" facts.
+  std::size_t files = 0;
+  std::uint64_t bytes = 0;
+  std::string signer;  // the trusted key's fingerprint; empty: not checked
   std::string device_plugin_archive;  // real path inside the bundle, or empty
   std::string device_plugin_ref;
   std::string min_driver;         // may be empty

@@ -14,6 +14,12 @@
 
 namespace gpunode {
 
+// The version of --json's schema (docs/json-events.md), in the result event's
+// "schema". Adding an event, a field or a value keeps the number; removing or
+// renaming one, or changing what one means or its type, raises it: a reader
+// (the fleet's Ansible module) checks it before trusting any field.
+inline constexpr int kJsonSchemaVersion = 1;
+
 struct StageOutcome {
   std::string stage;
   std::string status;  // satisfied, applied, would-apply, blocked, skipped...

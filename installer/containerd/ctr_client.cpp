@@ -180,6 +180,46 @@ Result<void> CtrClient::pin(const std::string& ref) {
   return {};
 }
 
+Result<void> CtrClient::tag(const std::string& source,
+                            const std::string& target) {
+  auto r = ctr({"images", "tag", source, target}, "name " + target);
+  if (!r) return r.error();
+  return {};
+}
+
+std::map<std::string, std::vector<std::string>> CtrClient::parse_content_ls(
+    const std::string& out) {
+  // DIGEST SIZE AGE LABELS; SIZE and AGE are several words ("2 minutes"),
+  // the labels one ("k=v,k=v") or none.
+  std::map<std::string, std::vector<std::string>> blobs;
+  std::istringstream in(out);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    auto w = words(line);
+    if (w.empty() || w[0].rfind("sha256:", 0) != 0) continue;
+    auto& labels = blobs[w[0]];
+    if (w.size() < 2 || w.back().find('=') == std::string::npos) continue;
+    std::istringstream list(w.back());
+    for (std::string l; std::getline(list, l, ',');) labels.push_back(l);
+  }
+  return blobs;
+}
+
+Result<std::map<std::string, std::vector<std::string>>>
+CtrClient::content_labels() {
+  auto r = ctr({"content", "ls"}, "list the content store");
+  if (!r) return r.error();
+  return parse_content_ls(r->out);
+}
+
+Result<void> CtrClient::label_content(const std::string& digest,
+                                      const std::string& label) {
+  auto r = ctr({"content", "label", digest, label}, "label blob " + digest);
+  if (!r) return r.error();
+  return {};
+}
+
 Result<void> CtrClient::remove(const std::string& ref) {
   auto r = ctr({"images", "rm", ref}, "remove " + ref);
   if (!r) return r.error();

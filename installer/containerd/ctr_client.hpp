@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,11 +48,21 @@ class CtrClient {
                              const std::string& base_name);
   Result<void> pin(const std::string& ref);
   Result<void> remove(const std::string& ref);
+  // `ctr images tag SOURCE TARGET`: a second name for the same target.
+  Result<void> tag(const std::string& source, const std::string& target);
+  // The content store's blobs and their labels ("key=value"), by digest.
+  Result<std::map<std::string, std::vector<std::string>>> content_labels();
+  // `ctr content label DIGEST key=value`: sets that one label, keeping the
+  // others (the garbage collector's references among them).
+  Result<void> label_content(const std::string& digest,
+                             const std::string& label);
 
   // Parsers, exposed for tests.
   static std::vector<ImageRecord> parse_images_ls(const std::string& out);
   static std::optional<ImageCompleteness> parse_images_check(
       const std::string& out, const std::string& ref);
+  static std::map<std::string, std::vector<std::string>> parse_content_ls(
+      const std::string& out);
 
  private:
   Result<ProcessResult> ctr(std::vector<std::string> args,

@@ -37,19 +37,50 @@ Check no_communication(const std::string& said,
       "from your offline repository and check `dmesg | grep -i NVRM`");
 }
 
-const char* mig_text(GpuInfo::Mig mig) {
-  switch (mig) {
-    case GpuInfo::Mig::kDisabled:
-      return "MIG disabled";
-    case GpuInfo::Mig::kEnabled:
-      return "MIG enabled";
-    case GpuInfo::Mig::kUnsupported:
-      return "MIG not supported";
-  }
-  return "MIG unknown";
+// The details' words for a GPU's MIG mode.
+std::string mig_text(GpuInfo::Mig mig) {
+  return mig == GpuInfo::Mig::kUnsupported
+             ? "MIG not supported"
+             : std::string("MIG ") + mig_mode_name(mig);
 }
 
 }  // namespace
+
+const char* mig_mode_name(GpuInfo::Mig mig) {
+  switch (mig) {
+    case GpuInfo::Mig::kDisabled:
+      return "disabled";
+    case GpuInfo::Mig::kEnabled:
+      return "enabled";
+    case GpuInfo::Mig::kUnsupported:
+      return "unsupported";
+  }
+  return "unknown";
+}
+
+nlohmann::json inventory_facts(const GpuProbe& probe) {
+  nlohmann::json facts = nlohmann::json::object();
+  if (!probe.module_version.empty())
+    facts["module_version"] = probe.module_version;
+  if (!probe.inventory) return facts;
+  const GpuInventory& inv = *probe.inventory;
+  // GpuInventory::source is worded for people ("NVML"); the fact is a token.
+  facts["source"] = inv.source == "NVML" ? "nvml" : inv.source;
+  facts["driver_version"] = inv.driver_version;
+  facts["gpu_count"] = inv.gpus.size();
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& gpu : inv.gpus) {
+    gpus.push_back(
+        {{"index", gpu.index},
+         {"name", gpu.name},
+         {"uuid", gpu.uuid},
+         {"memory_mib", gpu.memory_mib ? nlohmann::json(*gpu.memory_mib)
+                                       : nlohmann::json(nullptr)},
+         {"mig_mode", mig_mode_name(gpu.mig)}});
+  }
+  facts["gpus"] = std::move(gpus);
+  return facts;
+}
 
 Check no_gpus_check(const std::string& said) {
   return blocked("driver.no-gpus",

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,14 @@ GpuProbe probe_gpus(Host& host, const Options& opts,
 
 // The GPU lines of the driver stage's details.
 std::vector<std::string> gpu_details(const GpuInventory& inv);
+
+// The driver stage's facts of what was found (docs/json-events.md, driver):
+// driver_version, module_version, source ("nvml" | "nvidia-smi"),
+// gpu_count, gpus [{index, name, uuid, memory_mib, mig_mode}].
+nlohmann::json inventory_facts(const GpuProbe& probe);
+
+// "enabled", "disabled" or "unsupported": a GPU's mig_mode fact.
+const char* mig_mode_name(GpuInfo::Mig mig);
 
 // The driver layer's check for a driver that sees no GPU.
 Check no_gpus_check(const std::string& said);

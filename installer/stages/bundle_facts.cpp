@@ -52,6 +52,9 @@ Result<VerifiedBundle> verify_run_bundle(Context& ctx) {
   vb.min_driver = report->manifest.min_driver;
   std::uint64_t bytes = 0;
   for (const auto& f : report->manifest.files) bytes += f.size;
+  vb.files = report->manifest.files.size();
+  vb.bytes = bytes;
+  if (report->signed_by_trusted_key) vb.signer = report->key_fingerprint;
   vb.summary =
       "bundle " + vb.dir +
       " verified: " + std::to_string(report->manifest.files.size()) +

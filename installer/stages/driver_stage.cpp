@@ -87,8 +87,11 @@ class DriverStage : public Stage {
   Check check(Context& ctx) override {
     // 1-3. The kernel module, then NVML or nvidia-smi (gpu/gpu_probe.cpp).
     const GpuProbe& probe = ctx.gpu_probe();
-    if (probe.failure)
-      return with(*probe.failure, probe.details, probe.warnings);
+    if (probe.failure) {
+      Check c = with(*probe.failure, probe.details, probe.warnings);
+      c.facts.update(inventory_facts(probe));
+      return c;
+    }
     std::vector<std::string> details = probe.details, warnings = probe.warnings;
     const std::string& module_version = probe.module_version;
     const std::string& module_label = probe.module_label;
@@ -96,14 +99,22 @@ class DriverStage : public Stage {
     for (auto& line : gpu_details(*inventory)) details.push_back(line);
     const std::string source = inventory->source;
     const std::string& version = inventory->driver_version;
+    nlohmann::json facts = inventory_facts(probe);
+    // Every verdict from here on states what was found as fields too.
+    auto finish = [&](Check c, const std::vector<std::string>& d,
+                      const std::vector<std::string>& w) {
+      c.facts.update(facts);
+      return with(std::move(c), d, w);
+    };
 
     // 4. The verdicts that need the inventory.
     if (inventory->gpus.empty()) {
-      return with(no_gpus_check(source + " reports 0 GPUs"), details, warnings);
+      return finish(no_gpus_check(source + " reports 0 GPUs"), details,
+                    warnings);
     }
     if (!module_version.empty() && !version.empty() &&
         !same_version(module_version, version)) {
-      return with(
+      return finish(
           blocked("driver.version-mismatch",
                   std::string(kProcDriverVersion) + " says " + module_label +
                       " is loaded, but " + source + " reports driver " +
@@ -123,21 +134,22 @@ class DriverStage : public Stage {
       }
     }
     if (minimum) {
+      facts["min_driver"] = *minimum;
       const std::string& required = *minimum;
       const std::string found = version.empty() ? module_version : version;
       const auto order = compare_versions(found, required);
       if (!order) {
-        return with(blocked("driver.bad-version",
-                            "cannot compare driver '" + found +
-                                "' with --min-driver '" + required +
-                                "': not a dotted version",
-                            "give --min-driver as a dotted version, e.g. "
-                            "550.54.15",
-                            ExitCode::kUsage),
-                    details, warnings);
+        return finish(blocked("driver.bad-version",
+                              "cannot compare driver '" + found +
+                                  "' with --min-driver '" + required +
+                                  "': not a dotted version",
+                              "give --min-driver as a dotted version, e.g. "
+                              "550.54.15",
+                              ExitCode::kUsage),
+                      details, warnings);
       }
       if (*order < 0) {
-        return with(
+        return finish(
             blocked("driver.too-old",
                     "NVIDIA driver " + found + " is older than the required " +
                         required + " (--min-driver)",
@@ -165,7 +177,7 @@ class DriverStage : public Stage {
           "reset the GPU or reboot) unless you deploy the plugin with a MIG "
           "strategy");
     }
-    return with(
+    return finish(
         satisfied("driver.ok",
                   gpus_text(inventory->gpus) + ", driver " + version + ", " +
                       mig_summary(inventory->gpus) + " (" + source + ")"),

@@ -5,6 +5,7 @@
 // k3s detects runtimes only at start-up (FACTS.md, field failure 2).
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,6 +88,8 @@ struct Env {
   // Of the parsed config.toml; 0 until it is known. k3s releases that render
   // version 2 know only config.toml.tmpl.
   int config_version = 0;
+  // What the parsed config.toml says of the nvidia runtime (facts).
+  nlohmann::json rendered = nlohmann::json::object();
 
   std::string unit_name() const { return unit ? *unit : "k3s"; }
   // "sudo systemctl restart k3s", hedged when no unit file was found.
@@ -135,9 +138,26 @@ std::string hand_edit_note(const Env& env) {
          env.template_or_default();
 }
 
+// The handler stage's facts (docs/json-events.md): where the config comes
+// from, whatever the verdict, and what it says once it parsed.
+nlohmann::json handler_facts(const Env& env) {
+  nlohmann::json facts{
+      {"handler", "nvidia"},
+      {"config_path", config_path()},
+      {"template_override", env.ov.template_path
+                                ? nlohmann::json(*env.ov.template_path)
+                                : nlohmann::json(nullptr)},
+      {"dropins", env.ov.dropins},
+      {"k3s_unit",
+       env.unit ? nlohmann::json(*env.unit) : nlohmann::json(nullptr)}};
+  facts.update(env.rendered);
+  return facts;
+}
+
 // Facts that hold whatever the verdict: the operator must know where the
 // config really comes from before touching it.
 void add_context(Check& c, const Env& env) {
+  c.facts.update(handler_facts(env));
   if (env.ov.template_path) {
     if (env.ov.static_template()) {
       c.warnings.push_back(
@@ -323,6 +343,16 @@ Check evaluate(Context& ctx, Env& env) {
   env.config_version = config->version;
   const auto found = env.search.nvidia_path();
   const ContainerdRuntime* rt = config->runtime("nvidia");
+  env.rendered["config_version"] = config->version;
+  env.rendered["runtime_binary"] = rt && rt->binary_name
+                                       ? nlohmann::json(*rt->binary_name)
+                                       : nlohmann::json(nullptr);
+  env.rendered["runtime_type"] = rt && rt->runtime_type
+                                     ? nlohmann::json(*rt->runtime_type)
+                                     : nlohmann::json(nullptr);
+  env.rendered["systemd_cgroup"] = rt && rt->systemd_cgroup
+                                       ? nlohmann::json(*rt->systemd_cgroup)
+                                       : nlohmann::json(nullptr);
   Check c;
   if (rt == nullptr) {
     if (!found) {

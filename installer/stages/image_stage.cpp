@@ -22,6 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "containerd/ctr_client.hpp"
+#include "containerd/mirror_share.hpp"
+#include "containerd/registry_mirror.hpp"
 #include "gpunode/crash_point.hpp"
 #include "gpunode/image_archive.hpp"
 #include "gpunode/images_lock.hpp"
@@ -73,6 +75,21 @@ Result<std::optional<std::string>> archive_source(Context& ctx) {
         "--image-archive ..."};
   }
   return std::optional<std::string>((*bundle)->device_plugin_archive);
+}
+
+// The image stage's "image" facts (docs/json-events.md): what containerd
+// holds under the ref, and the archive an import would read (null: none).
+nlohmann::json image_facts(const std::string& ref,
+                           const std::optional<ImageRecord>& record,
+                           const std::optional<ImageCompleteness>& complete,
+                           const std::optional<std::string>& archive) {
+  using nlohmann::json;
+  return {{"ref", ref},
+          {"digest", record ? json(record->digest) : json(nullptr)},
+          {"pinned", record && record->has_label(kPinnedLabel, "pinned")},
+          {"complete", complete && complete->complete},
+          {"unpacked", complete && complete->unpacked},
+          {"archive", archive ? json(*archive) : json(nullptr)}};
 }
 
 class ImageStage : public Stage {
@@ -134,12 +151,22 @@ class ImageStage : public Stage {
     if (!found)
       return blocked("image.containerd-unreachable", found.error().message,
                      found.error().fix, found.error().exit);
-    Check c = judge(ctx, ctr, ref, *found, archive);
+    const RegistryMirror mirror = read_registry_mirror(ctx.host.fs(), ref);
+    Looked looked;
+    Check c = judge(ctx, ctr, ref, *found, archive, mirror, looked);
     c.warnings.insert(c.warnings.end(), warnings.begin(), warnings.end());
+    if (!mirror.problem.empty()) c.warnings.push_back(mirror.problem);
+    c.facts["image"] = image_facts(ref, *found, looked.complete, *source);
+    c.facts["mirror"] = mirror.facts();
+    // Whether peers can be served the image (null: not looked at, the
+    // registry is not mirrored or the image is not there).
+    c.facts["mirror"]["shareable"] = looked.shape
+                                         ? nlohmann::json(looked.shape->none())
+                                         : nlohmann::json(nullptr);
     // What an import would bring into containerd: the archive's members,
     // and what they unpack to (plan adds these up).
     if (c.status == CheckStatus::kNeeded && c.code != "image.unpinned" &&
-        archive) {
+        c.code != "image.unshared" && archive) {
       c.facts["import_bytes"] = archive->stored_bytes;
       c.facts["unpacked_bytes"] = archive->unpacked_bytes;
     }
@@ -149,7 +176,11 @@ class ImageStage : public Stage {
   Result<void> apply(Context& ctx, const Check& needed) override {
     const std::string& ref = ctx.opts.image_ref;
     CtrClient query(ctx.host.proc(), std::min(kQueryTimeout, ctx.time_left()));
-    if (needed.code == "image.unpinned") return query.pin(ref);
+    if (needed.code == "image.unshared") return share(query, ref);
+    if (needed.code == "image.unpinned") {
+      if (auto pinned = query.pin(ref); !pinned) return pinned;
+      return share_if_mirrored(ctx, query, ref);
+    }
 
     auto source = archive_source(ctx);
     if (!source) return source.error();
@@ -211,17 +242,26 @@ class ImageStage : public Stage {
                        complete->status + "); the record was removed",
                    "rerun gpunode install with a good archive"};
     }
-    return query.pin(ref);
+    if (auto pinned = query.pin(ref); !pinned) return pinned;
+    return share_if_mirrored(ctx, query, ref);
   }
 
  private:
+  // What judge() asked containerd, beyond the record: for the facts.
+  struct Looked {
+    std::optional<ImageCompleteness> complete;
+    std::optional<ShareGaps> shape;  // only where the registry is mirrored
+  };
+
   // Compares what containerd holds with what is wanted.
   Check judge(Context& ctx, CtrClient& ctr, const std::string& ref,
               const std::optional<ImageRecord>& record,
-              const std::optional<ImageArchiveInfo>& archive) {
+              const std::optional<ImageArchiveInfo>& archive,
+              const RegistryMirror& mirror, Looked& looked) {
     auto source = archive_source(ctx);
     const std::string archive_path = source ? source->value_or("") : "";
     if (!record) {
+      if (!archive && mirror.enabled()) return from_peer(ref, mirror);
       if (!archive) {
         return blocked(
             "image.missing",
@@ -237,6 +277,7 @@ class ImageStage : public Stage {
       return blocked("image.containerd-unreachable", complete.error().message,
                      complete.error().fix, complete.error().exit);
     }
+    looked.complete = *complete;
     std::string differs;
     if (archive) {
       auto identity = identity_of(ctr, *record, archive->format);
@@ -271,6 +312,31 @@ class ImageStage : public Stage {
                         "=pinned) so kubelet's image garbage collection never "
                         "deletes it");
     }
+    // A node that takes part in the embedded mirror serves the image to its
+    // peers only in the shape Spegel reads (containerd/mirror_share.hpp);
+    // an image imported by an earlier gpunode lacks it.
+    if (mirror.registry_mirrored) {
+      auto gaps = find_share_gaps(ctr, ref, record->digest);
+      if (!gaps) {
+        return blocked("image.containerd-unreachable", gaps.error().message,
+                       gaps.error().fix, gaps.error().exit);
+      }
+      looked.shape = *gaps;
+      if (!gaps->none()) {
+        Check c = needed(
+            "image.unshared",
+            summary +
+                ", pinned, but not as the embedded registry mirror "
+                "serves it to other nodes (" +
+                gaps->text() + ")",
+            "name it " + gaps->digest_ref + " (pinned) and label its blobs " +
+                gaps->label + " (" + std::to_string(gaps->writes()) +
+                " containerd write(s)), as k3s does for the images it "
+                "imports (k3s-io/k3s#13221)");
+        c.details.push_back("digest " + record->digest);
+        return c;
+      }
+    }
     Check c = satisfied("image.ok", summary + ", pinned");
     c.details.push_back("digest " + record->digest);
     if (record->has_label(kK3sPinnedLabel, "pinned")) {
@@ -283,6 +349,41 @@ class ImageStage : public Stage {
           "k3s-io/k3s#14265)");
     }
     return c;
+  }
+
+  // No image and nothing to import it from, but the embedded registry
+  // mirror is on: the kubelet's pull goes to the local registry endpoint
+  // first, which fetches from any node that holds the image.
+  static Check from_peer(const std::string& ref, const RegistryMirror& mirror) {
+    Check c = satisfied(
+        "image.from-peer",
+        ref +
+            " is not in k3s's containerd; the embedded registry mirror is "
+            "on (" +
+            mirror.source +
+            "), so the kubelet will fetch it from "
+            "a peer node that holds it");
+    c.warnings.push_back(
+        "if no node holds " + ref +
+        ", the device plugin pod stays in ImagePullBackOff: import it here "
+        "with " +
+        no_archive_fix(ref));
+    return c;
+  }
+
+  static Result<void> share(CtrClient& ctr, const std::string& ref) {
+    auto record = ctr.find(ref);
+    if (!record) return record.error();
+    if (!*record) return {};
+    auto gaps = find_share_gaps(ctr, ref, (*record)->digest);
+    if (!gaps) return gaps.error();
+    return close_share_gaps(ctr, ref, *gaps);
+  }
+
+  static Result<void> share_if_mirrored(Context& ctx, CtrClient& ctr,
+                                        const std::string& ref) {
+    if (!read_registry_mirror(ctx.host.fs(), ref).registry_mirrored) return {};
+    return share(ctr, ref);
   }
 
   // For docker archives ctr writes a manifest of its own; the config digest

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "containerd/runtime_search.hpp"
 #include "gpunode/image_archive.hpp"
 #include "run/cluster_facts.hpp"
 #include "stages/stages.hpp"
@@ -39,6 +40,18 @@ std::optional<Check> unknown_node(Context& ctx, const std::string& node) {
   if (!live || *live) return std::nullopt;
   const Error e = node_not_in_cluster(ctx, **kube, node, deadline);
   return blocked("preflight.unknown-node", e.message, e.fix, e.exit);
+}
+
+// Where this run is (docs/json-events.md, preflight): the k3s unit (its
+// name as the handler stage names it, and its file), and the node.
+nlohmann::json where_facts(Context& ctx, const std::string& unit_file,
+                           const std::string& node) {
+  const auto unit = find_k3s_unit(ctx.host.fs());
+  return {{"k3s_unit", unit ? nlohmann::json(*unit) : nlohmann::json(nullptr)},
+          {"k3s_unit_file", unit_file.empty() ? nlohmann::json(nullptr)
+                                              : nlohmann::json(unit_file)},
+          {"node", node},
+          {"bundle", nullptr}};
 }
 
 class PreflightStage : public Stage {
@@ -77,6 +90,7 @@ class PreflightStage : public Stage {
                      node.error().fix, node.error().exit);
     }
     if (auto missing = unknown_node(ctx, *node)) return *missing;
+    nlohmann::json facts = where_facts(ctx, unit, *node);
     // The bundle is checked before anything is taken from it.
     auto bundle = ctx.bundle();
     if (!bundle) {
@@ -136,6 +150,7 @@ class PreflightStage : public Stage {
               " MiB needed (the blobs and their unpacked copy)",
           "free space there (e.g. sudo k3s crictl rmi --prune removes unused "
           "images), then rerun gpunode install");
+      c.facts = facts;
       c.facts["disk"] = disk;
       return c;
     }
@@ -143,7 +158,17 @@ class PreflightStage : public Stage {
                         unit.empty() ? "k3s binary found, no systemd unit"
                                      : "k3s installed (" + unit + ")");
     // Who made the bundle is worth a line in every run's output.
-    if (*bundle) c.summary += "; " + (*bundle)->summary;
+    if (*bundle) {
+      c.summary += "; " + (*bundle)->summary;
+      const VerifiedBundle& b = **bundle;
+      facts["bundle"] = {
+          {"dir", b.dir},
+          {"files", b.files},
+          {"bytes", b.bytes},
+          {"signer", b.signer.empty() ? nlohmann::json(nullptr)
+                                      : nlohmann::json(b.signer)}};
+    }
+    c.facts = facts;
     c.facts["disk"] = disk;
     if (unit.empty()) {
       c.warnings.push_back(

@@ -30,15 +30,15 @@ class SmokeStage : public Stage {
   bool asked_for(const Options& opts) const override { return opts.smoke; }
 
   Check check(Context& ctx) override {
-    if (!passed_.empty()) return satisfied("smoke.ok", passed_);
-    // A smoke test is an action, not a state: asked for, it always runs.
-    auto plan = ctx.plugin_plan();
-    if (!plan)
-      return blocked("smoke.render", plan.error().message, plan.error().fix);
-    return needed("smoke.run", "a CUDA Pod has not been run in this invocation",
-                  "run " + ctx.opts.smoke_image +
-                      " in a Pod with runtimeClassName nvidia and " +
-                      (*plan)->resource + ": 1, read its log, delete it");
+    Check c = verdict(ctx);
+    // docs/json-events.md, smoke: the Pod of this invocation (null until
+    // one ran), its image, and "passed" once it printed Test PASSED.
+    c.facts["pod"] =
+        pod_.empty() ? nlohmann::json(nullptr) : nlohmann::json(pod_);
+    c.facts["image"] = ctx.opts.smoke_image;
+    c.facts["result"] =
+        passed_.empty() ? nlohmann::json(nullptr) : nlohmann::json("passed");
+    return c;
   }
 
   Result<void> apply(Context& ctx, const Check&) override {
@@ -48,6 +48,7 @@ class SmokeStage : public Stage {
     if (!plan) return plan.error();
     std::mt19937 rng(std::random_device{}());
     const std::string name = "gpunode-smoke-" + std::to_string(rng() % 100000);
+    pod_ = name;
     const std::string path =
         std::string("/api/v1/namespaces/") + kNamespace + "/pods/" + name;
     json pod = {
@@ -85,6 +86,19 @@ class SmokeStage : public Stage {
 
  private:
   std::string passed_;  // set once this run's Pod passed
+  std::string pod_;     // the Pod this invocation created, if any
+
+  Check verdict(Context& ctx) const {
+    if (!passed_.empty()) return satisfied("smoke.ok", passed_);
+    // A smoke test is an action, not a state: asked for, it always runs.
+    auto plan = ctx.plugin_plan();
+    if (!plan)
+      return blocked("smoke.render", plan.error().message, plan.error().fix);
+    return needed("smoke.run", "a CUDA Pod has not been run in this invocation",
+                  "run " + ctx.opts.smoke_image +
+                      " in a Pod with runtimeClassName nvidia and " +
+                      (*plan)->resource + ": 1, read its log, delete it");
+  }
 
   static Result<void> wait_and_read(Context& ctx, kube::Client& kube,
                                     const std::string& name,

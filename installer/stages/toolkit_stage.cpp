@@ -1,6 +1,7 @@
 // toolkit: is nvidia-container-runtime where k3s will look for it? Changes
 // nothing: the toolkit comes from the offline package repository, and k3s
 // only notices it when it starts, which is the handler stage's business.
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "containerd/runtime_search.hpp"
@@ -14,6 +15,34 @@ std::string search_path_text() {
   for (const auto& dir : runtime_search_dirs())
     text += (text.empty() ? "" : ":") + dir;
   return text;
+}
+
+// What the search found, as the toolkit stage's facts (docs/json-events.md):
+// the runtime the nvidia handler gets, every NVIDIA runtime k3s would
+// render, and the copies the first one shadows.
+nlohmann::json search_facts(const RuntimeSearch& search) {
+  nlohmann::json facts = nlohmann::json::object();
+  const auto path = search.nvidia_path();
+  if (path) {
+    const std::size_t slash = path->rfind('/');
+    facts["runtime"] = {
+        {"path", *path},
+        {"found_in", slash == 0 ? std::string("/") : path->substr(0, slash)}};
+  } else {
+    facts["runtime"] = nullptr;
+  }
+  nlohmann::json handlers = nlohmann::json::array();
+  for (const auto& f : search.found)
+    handlers.push_back({{"handler", f.handler}, {"path", f.path}});
+  facts["handlers"] = std::move(handlers);
+  nlohmann::json shadowed = nlohmann::json::array();
+  if (search.toolkit_dir_shadows()) {
+    for (std::size_t i = 1; i < search.nvidia_locations.size(); ++i)
+      shadowed.push_back(search.nvidia_locations[i]);
+  }
+  facts["shadowed"] = std::move(shadowed);
+  facts["not_executable"] = search.not_executable;
+  return facts;
 }
 
 class ToolkitStage : public Stage {
@@ -49,6 +78,7 @@ class ToolkitStage : public Stage {
               restart +
               ": k3s looks for the runtime only when it starts (or rerun "
               "gpunode with --restart-k3s)");
+      c.facts = search_facts(search);
       for (const auto& p : search.not_executable) {
         c.details.push_back(
             p +
@@ -70,6 +100,7 @@ class ToolkitStage : public Stage {
         "nvidia-container-runtime at " + *path + "; k3s creates runtime " +
             (search.found.size() > 1 ? "handlers " : "handler ") +
             search.handler_names() + " when it starts");
+    c.facts = search_facts(search);
     for (const auto& f : search.found)
       c.details.push_back(f.handler + " -> " + f.path);
     if (shadowed) {

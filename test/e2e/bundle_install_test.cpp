@@ -6,8 +6,11 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "containerd_fixture.hpp"
+#include "gpunode/bundle.hpp"
 #include "k3s_sim.hpp"
 #include "oci_builder.hpp"
 #include "test_support.hpp"
@@ -60,6 +63,38 @@ struct BundleNode {
 };
 
 }  // namespace
+
+TEST_CASE(
+    "preflight's bundle facts: the verified bundle's files, bytes and "
+    "signer (docs/json-events.md)",
+    "[e2e][bundle][facts]") {
+  if (!containerd_available()) FAIL("needs root and Debian's containerd");
+  BundleNode node;
+  Run r = run_with_sim({std::string(GPUNODE_BINARY), "status", "--root",
+                        node.root, "--bundle", node.bundle, "--trust-key",
+                        node.key + ".pub", "--only", "preflight", "--json"},
+                       node.env());
+  INFO(r.err);
+  nlohmann::json facts;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j.value("stage", "") == "preflight") facts = j["facts"];
+  }
+  const nlohmann::json& b = facts["bundle"];
+  CHECK(b["dir"] == node.bundle);
+  CHECK(b["signer"] ==
+        gpunode::bundle::key_fingerprint(read_text(node.key + ".pub")));
+  // bundle.toml's own list: every file but bundle.toml and its signature.
+  auto manifest = gpunode::bundle::parse_manifest(
+      read_text(node.bundle + "/bundle.toml"), "bundle.toml");
+  REQUIRE(manifest);
+  std::uint64_t bytes = 0;
+  for (const auto& f : manifest->files) bytes += f.size;
+  CHECK(b["files"] == manifest->files.size());
+  CHECK(b["bytes"] == bytes);
+  CHECK(b["bytes"] > 0);
+}
 
 TEST_CASE(
     "install.sh from a signed bundle brings the node up and the bundle is not "

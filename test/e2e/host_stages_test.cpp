@@ -234,3 +234,59 @@ TEST_CASE("without a TTY or with NO_COLOR the output has no colour codes",
   Run r = run_gpunode({"status", "--root", root}, {"NO_COLOR=1"});
   CHECK(r.err.find('\033') == std::string::npos);
 }
+
+TEST_CASE("the host stages' facts as --json fields (docs/json-events.md)",
+          "[e2e][host][facts]") {
+  TempDir t;
+  const std::string root = t.path() + "/node";
+  SECTION("a server with the system toolkit") {
+    make_host_tree(root, "good-v3");
+    Run r = run_gpunode({"status", "--root", root, "--json", "--only",
+                         "preflight,driver,toolkit,handler"});
+    INFO(r.err);
+    auto lines = json_lines(r.out);
+    const json pre = stage_event(lines, "preflight")["facts"];
+    CHECK(pre["k3s_unit"] == "k3s");
+    CHECK(pre["k3s_unit_file"] == "/etc/systemd/system/k3s.service");
+    CHECK(pre["node"] == "gpu-node-1");
+    CHECK(pre["bundle"].is_null());
+    const json drv = stage_event(lines, "driver")["facts"];
+    CHECK(drv["gpu_count"] == 1);
+    CHECK(drv["gpus"][0]["uuid"] == "GPU-6f9abcd6-2781-31d5-1032-cc2f7821fbb8");
+    const json tk = stage_event(lines, "toolkit")["facts"];
+    CHECK(tk["runtime"] == json{{"path", "/usr/bin/nvidia-container-runtime"},
+                                {"found_in", "/usr/bin"}});
+    CHECK(tk["shadowed"] == json::array());
+    CHECK(tk["handlers"][0] ==
+          json{{"handler", "nvidia"},
+               {"path", "/usr/bin/nvidia-container-runtime"}});
+    const json h = stage_event(lines, "handler")["facts"];
+    CHECK(h["handler"] == "nvidia");
+    CHECK(h["runtime_binary"] == "/usr/bin/nvidia-container-runtime");
+    CHECK(h["runtime_type"] == "io.containerd.runc.v2");
+    CHECK(h["config_version"] == 3);
+    CHECK(h["systemd_cgroup"] == true);
+    CHECK(h["template_override"].is_null());
+    CHECK(h["k3s_unit"] == "k3s");
+    CHECK(h["config_path"] ==
+          "/var/lib/rancher/k3s/agent/etc/containerd/config.toml");
+  }
+  SECTION("a GPU-operator leftover shadows the system toolkit") {
+    make_host_tree(root, "toolkit-shadow");
+    Run r =
+        run_gpunode({"status", "--root", root, "--json", "--only", "toolkit"});
+    INFO(r.err);
+    const json tk = stage_event(json_lines(r.out), "toolkit")["facts"];
+    CHECK(tk["runtime"]["found_in"] == "/usr/local/nvidia/toolkit");
+    CHECK(tk["shadowed"] == json::array({"/usr/bin/nvidia-container-runtime"}));
+  }
+  SECTION("an agent") {
+    make_host_tree(root, "agent");
+    Run r = run_gpunode(
+        {"status", "--root", root, "--json", "--only", "preflight,handler"});
+    INFO(r.err);
+    auto lines = json_lines(r.out);
+    CHECK(stage_event(lines, "preflight")["facts"]["k3s_unit"] == "k3s-agent");
+    CHECK(stage_event(lines, "handler")["facts"]["k3s_unit"] == "k3s-agent");
+  }
+}

@@ -3,8 +3,10 @@
 // simulated nvidia-smi from test/sim/bin, shaped by GPUNODE_SIM_GPU_*.
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -291,6 +293,44 @@ TEST_CASE("the driver stage's inputs name root, --min-driver and the module",
                                      "x86_64  580.159.04"));
   sim.opts.min_driver = "590.48.01";
   CHECK(make_driver_stage()->inputs(ctx) != in);
+}
+
+TEST_CASE("driver facts: the H200's inventory as fields (docs/json-events.md)",
+          "[driver][facts]") {
+  SimHost sim("good-v3");
+  SECTION("one GPU, no minimum") {
+    Check c = sim.check();
+    REQUIRE(c.status == CheckStatus::kSatisfied);
+    CHECK(c.facts["driver_version"] == "580.159.04");
+    CHECK(c.facts["module_version"] == "580.159.04");
+    CHECK(c.facts["source"] == "nvidia-smi");
+    CHECK(c.facts["gpu_count"] == 1);
+    CHECK(c.facts["gpus"] ==
+          nlohmann::json::array(
+              {{{"index", 0},
+                {"name", "NVIDIA H200"},
+                {"uuid", "GPU-6f9abcd6-2781-31d5-1032-cc2f7821fbb8"},
+                {"memory_mib", 143771},
+                {"mig_mode", "disabled"}}}));
+    CHECK_FALSE(c.facts.contains("min_driver"));
+  }
+  SECTION("eight GPUs and --min-driver, also when it blocks") {
+    sim.env.set("GPUNODE_SIM_GPU_COUNT", "8");
+    sim.opts.min_driver = "999.1";
+    Check c = sim.check();
+    REQUIRE(c.code == "driver.too-old");
+    CHECK(c.facts["gpu_count"] == 8);
+    REQUIRE(c.facts["gpus"].size() == 8);
+    CHECK(c.facts["gpus"][7]["index"] == 7);
+    CHECK(c.facts["min_driver"] == "999.1");
+  }
+  SECTION("no module loaded: no inventory, no GPU fields") {
+    std::filesystem::remove(sim.root + "/proc/driver/nvidia/version");
+    Check c = sim.check();
+    REQUIRE(c.code == "driver.module-not-loaded");
+    CHECK_FALSE(c.facts.contains("gpus"));
+    CHECK_FALSE(c.facts.contains("driver_version"));
+  }
 }
 
 }  // namespace

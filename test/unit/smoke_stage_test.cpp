@@ -215,4 +215,22 @@ TEST_CASE("smoke: a Pod that cannot be created: nothing to delete",
   CHECK(lines(bed) == std::vector<std::string>{"CREATE " + kPods});
 }
 
+TEST_CASE("smoke facts: the Pod, its image and the result as fields",
+          "[cluster-stage][smoke][facts]") {
+  ClusterBed bed;
+  bed.kube().answer_watch(kPods, phases({"Pending", "Succeeded"}));
+  bed.kube().answer_text(kPods + "/*/log", "Test PASSED\n");
+  auto stage = make_smoke_stage();
+  Check before = stage->check(bed.context());
+  CHECK(before.facts["pod"].is_null());
+  CHECK(before.facts["image"] == bed.opts.smoke_image);
+  CHECK(before.facts["result"].is_null());
+  REQUIRE(stage->apply(bed.context(), before));
+  Check after = stage->check(bed.context());
+  REQUIRE(after.status == CheckStatus::kSatisfied);
+  CHECK(after.facts["pod"] == created_name(bed));
+  CHECK(after.facts["image"] == bed.opts.smoke_image);
+  CHECK(after.facts["result"] == "passed");
+}
+
 }  // namespace gpunode

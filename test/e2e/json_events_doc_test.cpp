@@ -1,0 +1,140 @@
+// docs/json-events.md against what the real binary emits: every facts field
+// documented for the node's stages appears in a real run's --json, and every
+// one a run emits is documented, so the schema's document cannot drift.
+#include <catch2/catch.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "gpunode/report.hpp"
+#include "sim_gpu_node.hpp"
+#include "test_support.hpp"
+
+using namespace gpunode::test;
+using json = nlohmann::json;
+
+namespace {
+
+// The stages whose facts this test holds the document to: the node's own
+// layers that status runs (smoke is opt-in; the cluster stages are the
+// lead's sections).
+const std::set<std::string> kStages = {"preflight", "driver", "toolkit",
+                                       "handler", "image"};
+
+// stage -> field path -> its documented type, from the "## Stage facts"
+// tables: rows "| `path` | type | meaning |" under "### <stage>".
+std::map<std::string, std::map<std::string, std::string>> documented(
+    const std::string& md) {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  std::istringstream in(md);
+  std::string line, stage;
+  bool in_facts = false;
+  const std::regex row(R"(^\| `([^`]+)` \| ([^|]+) \|)");
+  for (; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) in_facts = line == "## Stage facts";
+    if (!in_facts) continue;
+    if (line.rfind("### ", 0) == 0) stage = line.substr(4);
+    std::smatch m;
+    if (!stage.empty() && std::regex_search(line, m, row))
+      out[stage][m[1]] = m[2];
+  }
+  return out;
+}
+
+// Every field path in a facts object ("a", "a.b", "a[].b"), and those
+// whose value is null.
+void paths(const json& v, const std::string& at, std::set<std::string>& out,
+           std::set<std::string>& nulls) {
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string p = at.empty() ? it.key() : at + "." + it.key();
+      out.insert(p);
+      if (it->is_null()) nulls.insert(p);
+      paths(*it, p, out, nulls);
+    }
+  } else if (v.is_array()) {
+    for (const auto& e : v) {
+      if (e.is_object()) paths(e, at + "[]", out, nulls);
+    }
+  }
+}
+
+// The stage events' facts of a run, by stage: each path seen, and the paths
+// whose value was null.
+struct Emitted {
+  std::map<std::string, std::set<std::string>> fields, nulls;
+  int schema = -1;
+};
+void collect(const Run& r, Emitted& e) {
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    const json j = json::parse(line);
+    if (j.value("event", "") == "result") e.schema = j.value("schema", -1);
+    if (j.value("event", "") != "stage" || !j.contains("facts")) continue;
+    const std::string stage = j["stage"];
+    paths(j["facts"], "", e.fields[stage], e.nulls[stage]);
+  }
+}
+
+bool has_nullable_parent(const std::string& path,
+                         const std::map<std::string, std::string>& doc,
+                         const std::set<std::string>& nulls) {
+  for (std::size_t dot = path.rfind('.'); dot != std::string::npos;
+       dot = path.rfind('.', dot - 1)) {
+    const std::string parent = path.substr(0, dot);
+    auto it = doc.find(parent);
+    if (it != doc.end() && it->second.find("null") != std::string::npos &&
+        nulls.count(parent))
+      return true;
+    if (dot == 0) break;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("json-events.md documents the facts a real status run emits",
+          "[e2e][json]") {
+  REQUIRE_PARTS();
+  const std::string md = read_text(std::string(GPUNODE_TEST_FIXTURES) +
+                                   "/../../docs/json-events.md");
+  const auto doc = documented(md);
+  for (const auto& s : kStages) {
+    INFO(s);
+    REQUIRE(doc.count(s) == 1);
+    CHECK(doc.at(s).size() >= 4);
+  }
+  CHECK_THAT(md, Catch::Contains("version " +
+                                 std::to_string(gpunode::kJsonSchemaVersion)));
+
+  // A fresh node (plan: the image is to be imported), then installed
+  // (status: converged, with a --min-driver given).
+  SimGpuNode node;
+  Emitted e;
+  Run plan = node.gpunode({"plan", "--image-archive", node.archive, "--json"});
+  INFO(plan.err);
+  REQUIRE(plan.exit_code == 0);
+  collect(plan, e);
+  Run install = node.install();
+  REQUIRE(install.exit_code == 0);
+  Run status = node.gpunode({"status", "--json", "--min-driver", "500.0"});
+  INFO(status.err);
+  REQUIRE(status.exit_code == 0);
+  collect(status, e);
+  CHECK(e.schema == gpunode::kJsonSchemaVersion);
+
+  for (const auto& s : kStages) {
+    const auto& fields = doc.at(s);
+    for (const auto& [path, type] : fields) {
+      INFO("documented but not emitted: " << s << " " << path);
+      CHECK((e.fields[s].count(path) == 1 ||
+             has_nullable_parent(path, fields, e.nulls[s])));
+    }
+    for (const auto& path : e.fields[s]) {
+      INFO("emitted but not documented: " << s << " " << path);
+      CHECK(fields.count(path) == 1);
+    }
+  }
+}
