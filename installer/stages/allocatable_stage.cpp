@@ -166,9 +166,11 @@ class AllocatableStage : public Stage {
         return watched.error();
       // Another node held up by its own layer is its node part's to fix:
       // the cluster part reports it instead of waiting the --timeout out.
+      const auto look_until =
+          std::min(ctx.deadline, ctx.host.clock().steady_now() + kRelist);
       for (const Expectation& e : want->nodes) {
         if (e.this_node || done[e.node] || !last.count(e.node)) continue;
-        auto why = diagnose_node(ctx, **kube, e, last[e.node], until);
+        auto why = diagnose_node(ctx, **kube, e, last[e.node], look_until);
         if (why && why->node_part())
           stuck[e.node] = *why;
         else

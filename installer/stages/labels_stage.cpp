@@ -57,7 +57,10 @@ class LabelsStage : public Stage {
                            "node " + want->node + " lacks GPU labels",
                            "label node " + want->node + ": " + differ);
     c.facts["node"] = want->node;
-    c.facts["labels"] = want->labels;
+    c.facts["labels"] = json::array();
+    for (const auto& [key, value] : want->labels)
+      c.facts["labels"].push_back(
+          {{"name", key}, {"value", value}, {"set", have.value(key, "") == value}});
     if (!differ.empty()) c.facts["objects"]["update"] = {"Node " + want->node};
     return c;
   }

@@ -45,6 +45,8 @@ class RuntimeClassStage : public Stage {
           "runtimeclass.missing", "RuntimeClass nvidia does not exist",
           "create RuntimeClass nvidia with handler nvidia (server-side apply)");
       c.facts["objects"]["create"] = {"RuntimeClass nvidia"};
+      c.facts["handler"] = nullptr;
+      c.facts["managed_by_gpunode"] = false;
       return c;
     }
     const std::string handler = (**live).value("handler", "");
@@ -61,10 +63,13 @@ class RuntimeClassStage : public Stage {
     const auto labels =
         (**live)["metadata"].value("labels", kube::json::object());
     const bool ours = labels.value(kManagedByLabel, "") == "gpunode";
-    return satisfied("runtimeclass.ok",
+    Check c = satisfied("runtimeclass.ok",
                      std::string("RuntimeClass nvidia -> handler nvidia") +
                          (ours ? " (created by gpunode)"
                                : " (not created by gpunode; kept)"));
+    c.facts["handler"] = handler;
+    c.facts["managed_by_gpunode"] = ours;
+    return c;
   }
 
   Result<void> apply(Context& ctx, const Check&) override {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gpunode/report.hpp"
+#include "sim_cluster.hpp"
 #include "sim_gpu_node.hpp"
 #include "test_support.hpp"
 
@@ -17,11 +18,11 @@ using json = nlohmann::json;
 
 namespace {
 
-// The stages whose facts this test holds the document to: the node's own
-// layers that status runs (smoke is opt-in; the cluster stages are the
-// lead's sections).
-const std::set<std::string> kStages = {"preflight", "driver", "toolkit",
-                                       "handler", "image"};
+// The stages whose facts this test holds the document to: every stage that
+// status runs (smoke is opt-in, and has its own unit test).
+const std::set<std::string> kStages = {
+    "preflight", "driver", "toolkit",     "handler", "runtimeclass",
+    "image",     "labels", "plugin", "allocatable"};
 
 // stage -> field path -> its documented type, from the "## Stage facts"
 // tables: rows "| `path` | type | meaning |" under "### <stage>".
@@ -124,6 +125,30 @@ TEST_CASE("json-events.md documents the facts a real status run emits",
   REQUIRE(status.exit_code == 0);
   collect(status, e);
   CHECK(e.schema == gpunode::kJsonSchemaVersion);
+
+  // Many nodes: the node part on an agent (what its pod shows), the cluster
+  // part's view of every GPU node, and a plan that changes their slots.
+  SimClusterOptions o;
+  o.nodes = {{"server", true, 0, "cpu-server"}, {"gpu-a", false, 1, ""}};
+  SimCluster cluster(o);
+  REQUIRE(cluster.gpunode("server", {"install", "--scope", "cluster"})
+              .exit_code == 0);
+  REQUIRE(cluster
+              .gpunode("gpu-a", {"install", "--image-archive",
+                                 cluster.image_archive()})
+              .exit_code == 0);
+  for (auto [node, args] : std::vector<
+           std::pair<std::string, std::vector<std::string>>>{
+           {"gpu-a", {"status", "--json"}},
+           {"server", {"status", "--json", "--scope", "cluster"}},
+           {"server",
+            {"plan", "--json", "--scope", "cluster", "--variant",
+             "time-slicing", "--replicas", "2"}}}) {
+    Run r = cluster.gpunode(node, args);
+    INFO(node << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    collect(r, e);
+  }
 
   for (const auto& s : kStages) {
     const auto& fields = doc.at(s);

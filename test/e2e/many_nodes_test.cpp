@@ -229,7 +229,7 @@ TEST_CASE("many nodes: the cluster part reports a GPU node held up by its own "
   SimClusterOptions o = four_nodes();
   o.nodes[2].scenario = "agent-no-handler";
   SimCluster c(o);
-  REQUIRE(node_part(c, "gpu-a").exit_code == 1);  // the cluster part lacks
+  REQUIRE(node_part(c, "gpu-a").exit_code == 1);  // no cluster part yet
   // gpu-b was labelled by hand, but its containerd has no nvidia runtime.
   REQUIRE(c.kubectl({"label", "node", "gpu-b", "nvidia.com/gpu.present=true",
                      "nvidia.com/gpu.count=2"})
@@ -243,7 +243,8 @@ TEST_CASE("many nodes: the cluster part reports a GPU node held up by its own "
   CHECK_THAT(cluster.err, Catch::Contains("node gpu-b: [handler]") &&
                               Catch::Contains("on node gpu-b:"));
   CHECK(took < std::chrono::seconds(30));
-  CHECK(c.allocatable("gpu-a") == "1");
+  // gpu-a stopped short of its labels: not a GPU node to the cluster part.
+  CHECK(cluster.err.find("node gpu-a") == std::string::npos);
 }
 
 TEST_CASE("many nodes: kill -9 of an agent's run, then a rerun converges",
@@ -263,5 +264,34 @@ TEST_CASE("many nodes: kill -9 of an agent's run, then a rerun converges",
     INFO(rerun.err);
     CHECK(rerun.exit_code == 0);
     CHECK(fresh.allocatable("gpu-a") == "1");
+  }
+}
+
+TEST_CASE("many nodes: an agent without the image fetches it from a peer "
+          "through the embedded mirror, or is told to bring the archive",
+          "[e2e][many-nodes][mirror]") {
+  REQUIRE_PARTS();
+  for (const bool mirror : {true, false}) {
+    SimClusterOptions o = four_nodes();
+    for (auto& n : o.nodes) n.embedded_registry_mirror = mirror;
+    SimCluster c(o);
+    INFO("mirror " << mirror);
+    REQUIRE(cluster_part(c).exit_code == 0);
+    // gpu-a imports from the stick: with the mirror on, in the shape it
+    // serves (a digest reference).
+    REQUIRE(node_part(c, "gpu-a").exit_code == 0);
+    // gpu-b has no stick.
+    Run b = c.gpunode("gpu-b", {"install", "--timeout", "60s"});
+    INFO(b.err);
+    if (mirror) {
+      CHECK(b.exit_code == 0);
+      CHECK_THAT(b.err, Catch::Contains("from a peer"));
+      CHECK(c.allocatable("gpu-b") == "2");
+    } else {
+      CHECK(b.exit_code == 1);
+      CHECK_THAT(b.err, Catch::Contains("[ERROR image]") &&
+                            Catch::Contains("--image-archive"));
+      CHECK(c.allocatable("gpu-b").empty());
+    }
   }
 }

@@ -37,6 +37,7 @@ SimCluster::SimCluster(SimClusterOptions o) {
     make_node_tree(
         root, spec.scenario.empty() ? default_scenario(spec) : spec.scenario,
         spec.name);
+    if (spec.embedded_registry_mirror) write_mirror_files(root, !spec.server);
     nodes_.push_back(Node{spec.name, root, spec.server, spec.gpus,
                           containerds_.back().get()});
     SimNodeConfig config;

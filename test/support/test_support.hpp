@@ -106,6 +106,13 @@ std::string read_text(const std::string& path);
 void flip_byte(const std::string& path, std::uint64_t offset);
 void write_text(const std::string& path, const std::string& text,
                 unsigned mode = 0644);
+
+// The files of a node of a cluster that runs k3s's embedded registry mirror
+// for nvcr.io (installer/containerd/registry_mirror.hpp): registries.yaml's
+// mirrors on every node, and on a server `embedded-registry: true` in its
+// config.yaml (kept, appended to), on an agent the hosts.toml k3s renders
+// with its local endpoint.
+void write_mirror_files(const std::string& root, bool agent);
 std::string fixture(const std::string& relative);  // test/fixtures/<relative>
 
 // Builds a simulated host tree with test/sim/host-tree.sh (the same script
