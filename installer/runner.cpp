@@ -63,11 +63,9 @@ ExitCode worse(ExitCode a, ExitCode b) {
 std::string scope_reason(Scope scope) {
   switch (scope) {
     case Scope::kNode:
-      return " (the node part: this host's layers and its own Node, with the "
-             "kubelet's identity)";
+      return " (it needs admin credentials: a run of both parts does it)";
     case Scope::kCluster:
-      return " (the cluster part: the cluster's objects; this host's layers "
-             "are each GPU node's own run)";
+      return " (each GPU node's own run does this host's layers)";
     case Scope::kBoth:
       return "";
   }

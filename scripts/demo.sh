@@ -50,4 +50,9 @@ build/test/sim_node --root "$demo/node-e" --containerd -- \
 build/test/sim_node --root "$demo/node-e" --containerd -- \
   bash scripts/demo-node.sh "$demo/node-e" "$demo/k8s-device-plugin-v0.19.3.tar"
 
+# Part three: many nodes behind one simulated API server.
+build/test/sim_cluster --dir "$demo/cluster" --node server:server:0:cpu-server \
+  --node gpu-a:agent:1 --node gpu-b:agent:2 --node cpu-1:agent:0:cpu-agent -- \
+  bash scripts/demo-cluster.sh "$demo/cluster"
+
 say "Done. The simulated nodes are under build/demo/; try: build/gpunode --help"

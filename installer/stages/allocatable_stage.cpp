@@ -283,8 +283,9 @@ class AllocatableStage : public Stage {
                                                 const json& node,
                                                 Deadline deadline) {
     auto why = diagnose(ctx, kube, e, node, deadline);
-    // Another node's fix is run there.
-    if (why && !e.this_node) why->fix = "on node " + e.node + ": " + why->fix;
+    // Another node's own layer is fixed there.
+    if (why && !e.this_node && why->node_part())
+      why->fix = "on node " + e.node + ": " + why->fix;
     return why;
   }
 

@@ -11,6 +11,7 @@
 #include "containerd/runtime_search.hpp"
 #include "gpunode/image_archive.hpp"
 #include "run/cluster_facts.hpp"
+#include "run/host_role.hpp"
 #include "stages/stages.hpp"
 
 namespace gpunode {
@@ -18,9 +19,6 @@ namespace {
 
 constexpr const char* kContainerdRoot = "/var/lib/rancher/k3s/agent/containerd";
 
-// Where the k3s install script and distribution packages put the units.
-const std::vector<std::string> kUnitDirs = {
-    "/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system"};
 
 // How long preflight asks the API server about the node. A server that
 // does not answer by then is not preflight's to report: the runtimeclass
@@ -65,7 +63,7 @@ class PreflightStage : public Stage {
 
   Check check(Context& ctx) override {
     std::string unit;
-    for (const auto& dir : kUnitDirs) {
+    for (const auto& dir : k3s_unit_dirs()) {
       for (const char* name : {"k3s.service", "k3s-agent.service"}) {
         if (!unit.empty()) break;
         if (ctx.host.fs().stat(dir + "/" + name)) unit = dir + "/" + name;

@@ -97,6 +97,10 @@ std::vector<std::string> SimCluster::env(const Node& n) const {
           "GPUNODE_SIM_ROOT=" + n.root};
 }
 
+std::vector<std::string> SimCluster::env(const std::string& node) {
+  return env(this->node(node));
+}
+
 Run SimCluster::gpunode(const std::string& node, std::vector<std::string> args,
                         const std::vector<std::string>& extra_env) {
   Node& n = this->node(node);
