@@ -32,6 +32,11 @@ Result<std::optional<json>> get_configmap(
   return *cm;
 }
 
+// The settings a pod spec (the DaemonSet's template, or a pod of it) runs:
+// its ConfigMap read when it mounts one.
+Result<LivePlugin> settings_of(kube::Client& kube, const json& pod_spec,
+                               std::chrono::steady_clock::time_point deadline);
+
 }  // namespace
 
 Result<Sharing> sharing_of(const json& pod_spec,
@@ -73,21 +78,12 @@ Result<std::optional<LivePlugin>> read_cluster_plugin(
   auto ds = kube.get(daemonset_path(), deadline);
   if (!ds) return ds.error();
   if (!*ds) return std::optional<LivePlugin>();
-  const json pod_spec =
-      (**ds)["spec"]["template"].value("spec", json::object());
-  std::optional<json> cm;
-  if (mounts_plugin_config(pod_spec)) {
-    auto live = get_configmap(kube, deadline);
-    if (!live) return live.error();
-    cm = *live;
-  }
-  auto sharing = sharing_of(pod_spec, cm);
-  if (!sharing) return sharing.error();
-  LivePlugin out;
-  out.sharing = *sharing;
-  out.config_hash = plugin_config_hash(cm ? &*cm : nullptr);
-  out.seen_in = daemonset_name();
-  return std::optional<LivePlugin>(out);
+  auto out = settings_of(
+      kube, (**ds)["spec"]["template"].value("spec", json::object()),
+      deadline);
+  if (!out) return out.error();
+  out->seen_in = daemonset_name();
+  return std::optional<LivePlugin>(*out);
 }
 
 Result<std::optional<LivePlugin>> read_node_plugin(
@@ -103,7 +99,21 @@ Result<std::optional<LivePlugin>> read_node_plugin(
     break;
   }
   if (pod == nullptr) return std::optional<LivePlugin>();
-  const json pod_spec = pod->value("spec", json::object());
+  auto found = settings_of(kube, pod->value("spec", json::object()), deadline);
+  if (!found) return found.error();
+  LivePlugin out = *found;
+  out.pod = (*pod)["metadata"].value("name", "");
+  out.pod_hash = (*pod)["metadata"]
+                     .value("annotations", json::object())
+                     .value(kConfigHashAnnotation, "");
+  out.seen_in = "pod " + out.pod + " on node " + node;
+  return std::optional<LivePlugin>(out);
+}
+
+namespace {
+
+Result<LivePlugin> settings_of(kube::Client& kube, const json& pod_spec,
+                               std::chrono::steady_clock::time_point deadline) {
   std::optional<json> cm;
   if (mounts_plugin_config(pod_spec)) {
     auto live = get_configmap(kube, deadline);
@@ -115,13 +125,10 @@ Result<std::optional<LivePlugin>> read_node_plugin(
   LivePlugin out;
   out.sharing = *sharing;
   out.config_hash = plugin_config_hash(cm ? &*cm : nullptr);
-  out.pod = (*pod)["metadata"].value("name", "");
-  out.pod_hash = (*pod)["metadata"]
-                     .value("annotations", json::object())
-                     .value(kConfigHashAnnotation, "");
-  out.seen_in = "pod " + out.pod + " on node " + node;
-  return std::optional<LivePlugin>(out);
+  return out;
 }
+
+}  // namespace
 
 std::string describe(const Sharing& s) {
   return std::string(variant_name(s.variant)) + ", " +

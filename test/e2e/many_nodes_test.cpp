@@ -11,16 +11,13 @@
 
 #include "containerd_fixture.hpp"
 #include "sim_cluster.hpp"
+#include "sim_gpu_node.hpp"  // kDsPath
 #include "test_support.hpp"
 
 using namespace gpunode::test;
 using json = nlohmann::json;
 
 namespace {
-
-const std::string kDsPath =
-    "/apis/apps/v1/namespaces/kube-system/daemonsets/"
-    "nvidia-device-plugin-daemonset";
 
 // server (no GPU), gpu-a (1 GPU), gpu-b (2 GPUs), cpu-1 (none): agents.
 SimClusterOptions four_nodes() {

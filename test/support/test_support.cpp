@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -358,6 +359,25 @@ void kill_tree(pid_t pid, int sig) {
   }
   for (pid_t g : groups) ::kill(-g, sig);
   for (pid_t p : tree) ::kill(p, sig);
+}
+
+int spawn_and_wait(char* const* argv, std::vector<std::string> env) {
+  std::vector<char*> envp;
+  for (auto& e : env) {
+    envp.push_back(e.data());
+    // posix_spawnp searches the parent's PATH: the simulated programs must
+    // win there too.
+    if (e.rfind("PATH=", 0) == 0) setenv("PATH", e.c_str() + 5, 1);
+  }
+  envp.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawnp(&pid, argv[0], nullptr, nullptr, argv, envp.data()) != 0) {
+    std::fprintf(stderr, "cannot run %s\n", argv[0]);
+    return 127;
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 void write_mirror_files(const std::string& root, bool agent) {

@@ -112,6 +112,11 @@ void write_text(const std::string& path, const std::string& text,
 // mirrors on every node, and on a server `embedded-registry: true` in its
 // config.yaml (kept, appended to), on an agent the hosts.toml k3s renders
 // with its local endpoint.
+// Runs argv[0] (searched on `env`'s PATH, else the parent's) with exactly
+// `env`, waits, and returns its exit code (128 + signal when killed): the
+// tools' way to run one command inside a simulated environment.
+int spawn_and_wait(char* const* argv, std::vector<std::string> env);
+
 void write_mirror_files(const std::string& root, bool agent);
 std::string fixture(const std::string& relative);  // test/fixtures/<relative>
 

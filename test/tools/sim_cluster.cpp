@@ -7,19 +7,17 @@
 // plugin archive to DIR/k8s-device-plugin.tar; KUBECONFIG is the admin's.
 // Everything stops when the command ends.
 //   sim_cluster --dir DIR --node NAME:server|agent:GPUS[:SCENARIO]... -- CMD...
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim_cluster.hpp"
 
-extern char** environ;
+extern char** environ;  // NOLINT: the process environment, passed on
 
 using namespace gpunode::test;
 
@@ -86,16 +84,5 @@ int main(int argc, char** argv) {
     if (entry.rfind("KUBECONFIG=", 0) != 0) env.push_back(entry);
   }
   env.push_back("KUBECONFIG=" + cluster.admin_kubeconfig());
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawnp(&pid, argv[i], nullptr, nullptr, argv + i, envp.data()) !=
-      0) {
-    std::fprintf(stderr, "sim_cluster: cannot run %s\n", argv[i]);
-    return 127;
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return spawn_and_wait(argv + i, std::move(env));
 }

@@ -3,19 +3,17 @@
 // standing in for k3s's, with `k3s`, `nvidia-smi`, `systemctl` and KUBECONFIG
 // set up in the command's environment. Everything stops when it ends.
 //   sim_node --root DIR [--gpus N] [--containerd] -- COMMAND ARGS...
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "containerd_fixture.hpp"
 #include "k3s_sim.hpp"
 
-extern char** environ;
+extern char** environ;  // NOLINT: the process environment, passed on
 
 using namespace gpunode::test;
 
@@ -68,18 +66,5 @@ int main(int argc, char** argv) {
   env.push_back("GPUNODE_SIM_GPU_COUNT=" + std::to_string(options.gpus));
   env.push_back("GPUNODE_SIM_CONTROL_PORT=" +
                 std::to_string(sim.control_port()));
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  // posix_spawnp searches the parent's PATH; the simulated programs must win.
-  setenv("PATH", path.c_str(), 1);
-  pid_t pid = 0;
-  if (posix_spawnp(&pid, argv[i], nullptr, nullptr, argv + i, envp.data()) !=
-      0) {
-    std::fprintf(stderr, "sim_node: cannot run %s\n", argv[i]);
-    return 127;
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return spawn_and_wait(argv + i, std::move(env));
 }

@@ -176,7 +176,9 @@ TEST_CASE("the labels stage labels this node from the driver's count",
   CHECK(c.code == "labels.apply");
   CHECK_THAT(c.action, Catch::Contains("nvidia.com/gpu.count=2") &&
                            Catch::Contains("nvidia.com/gpu.present=true"));
-  CHECK(c.facts["labels"]["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3");
+  CHECK(c.facts["labels"][3] == json{{"name", "nvidia.com/gpu.product"},
+                                     {"value", "NVIDIA-H100-80GB-HBM3"},
+                                     {"set", false}});
   CHECK(bed.kube().writes().empty());
   REQUIRE(stage->apply(bed.context(), c));
   const auto writes = bed.kube().writes();
