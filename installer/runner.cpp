@@ -110,13 +110,12 @@ class Run {
     }
     // A run that is not a single node's whole job says which part it does.
     if (ctx_.scope() != Scope::kBoth) {
-      report_.info("scope",
-                   std::string(ctx_.scope() == Scope::kNode
-                                   ? "the node part"
-                                   : "the cluster part") +
-                       " (--scope " + scope_name(ctx_.scope()) + ", k3s " +
-                       host_role_name(ctx_.host_role()) + "), as " +
-                       ctx_.kubeconfig());
+      report_.info(
+          "scope",
+          std::string(ctx_.scope() == Scope::kNode ? "the node part"
+                                                   : "the cluster part") +
+              " (--scope " + scope_name(ctx_.scope()) + ", k3s " +
+              host_role_name(ctx_.host_role()) + "), as " + ctx_.kubeconfig());
     }
     std::string blocked_at;
     std::size_t applied = 0;

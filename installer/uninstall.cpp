@@ -47,11 +47,33 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
   for (const auto& [layer, text] : ctx.take_warnings())
     report.warning(layer, text);
   if (!kube) return fail(kube.error());
-  const std::vector<Owned> owned = {
+  std::vector<Owned> owned = {
       {daemonset_name(), daemonset_path()},
       {configmap_name(), configmap_path()},
       {"RuntimeClass nvidia", "/apis/node.k8s.io/v1/runtimeclasses/nvidia"},
   };
+  if (!has_cluster_part(ctx.scope())) {
+    // The node part's uninstall (an agent, the kubelet's identity): the
+    // cluster's objects serve every GPU node and stay; this node's GPU
+    // labels go (server-side apply of none, as the manager that set them),
+    // so the DaemonSet leaves it.
+    report.info("uninstall",
+                "the DaemonSet, ConfigMap and RuntimeClass serve every GPU "
+                "node: kept (gpunode uninstall on a server removes them)");
+    owned.clear();
+    auto node = ctx.node();
+    if (!node) return fail(node.error());
+    auto cleared = (*kube)->apply(
+        "/api/v1/nodes/" + *node,
+        kube::json{
+            {"apiVersion", "v1"},
+            {"kind", "Node"},
+            {"metadata", {{"name", *node}, {"labels", kube::json::object()}}}},
+        ctx.deadline);
+    if (!cleared) return fail(cleared.error());
+    report.info("uninstall", "node " + *node + ": GPU labels removed");
+    outcomes.push_back({"labels", "removed"});
+  }
   for (const auto& o : owned) {
     auto live = (*kube)->get(o.path, ctx.deadline);
     if (!live) return fail(live.error());

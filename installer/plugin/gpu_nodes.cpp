@@ -27,16 +27,17 @@ Result<std::vector<GpuNode>> list_gpu_nodes(
     kube::Client& kube, std::chrono::steady_clock::time_point deadline) {
   auto nodes = kube.list("/api/v1/nodes", deadline);
   if (!nodes) return nodes.error();
-  auto pods = kube.list(std::string("/api/v1/namespaces/") + kPluginNamespace +
-                            "/pods?labelSelector=name%3Dnvidia-device-plugin-ds",
-                        deadline);
+  auto pods =
+      kube.list(std::string("/api/v1/namespaces/") + kPluginNamespace +
+                    "/pods?labelSelector=name%3Dnvidia-device-plugin-ds",
+                deadline);
   if (!pods) return pods.error();
   std::map<std::string, std::vector<std::string>> pods_on;
   for (const auto& pod : pods->value("items", json::array())) {
     if (pod["metadata"].contains("deletionTimestamp")) continue;
-    const std::string on = pod.value("spec", json::object()).value("nodeName", "");
-    if (!on.empty())
-      pods_on[on].push_back(pod["metadata"].value("name", ""));
+    const std::string on =
+        pod.value("spec", json::object()).value("nodeName", "");
+    if (!on.empty()) pods_on[on].push_back(pod["metadata"].value("name", ""));
   }
   std::vector<GpuNode> out;
   for (const auto& node : nodes->value("items", json::array())) {

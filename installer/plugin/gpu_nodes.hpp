@@ -15,9 +15,9 @@ namespace gpunode {
 
 struct GpuNode {
   std::string name;
-  kube::json node;              // as listed
-  bool labelled = false;        // nvidia.com/gpu.present=true
-  std::optional<int> gpus;      // its nvidia.com/gpu.count label
+  kube::json node;                       // as listed
+  bool labelled = false;                 // nvidia.com/gpu.present=true
+  std::optional<int> gpus;               // its nvidia.com/gpu.count label
   std::vector<std::string> plugin_pods;  // our DaemonSet's pods bound to it
   // It advertises nvidia.com/gpu or nvidia.com/gpu.shared above 0: it
   // serves GPUs now.

@@ -48,7 +48,8 @@ Result<Sharing> sharing_of(const json& pod_spec,
   if (!data.contains("config.yaml") || !data["config.yaml"].is_string())
     return unreadable("it has no config.yaml");
   try {
-    const YAML::Node config = YAML::Load(data["config.yaml"].get<std::string>());
+    const YAML::Node config =
+        YAML::Load(data["config.yaml"].get<std::string>());
     const YAML::Node sharing = config["sharing"];
     const YAML::Node slicing =
         sharing && sharing.IsMap() ? sharing["timeSlicing"] : YAML::Node();
@@ -56,8 +57,8 @@ Result<Sharing> sharing_of(const json& pod_spec,
       return unreadable("its config.yaml shares no " +
                         std::string(kGpuResource));
     s.variant = Variant::kTimeSlicing;
-    s.rename = slicing["renameByDefault"] &&
-               slicing["renameByDefault"].as<bool>();
+    s.rename =
+        slicing["renameByDefault"] && slicing["renameByDefault"].as<bool>();
     s.replicas = 0;
     for (const auto& r : slicing["resources"]) {
       if (r["name"] && r["name"].as<std::string>() == kGpuResource)
@@ -79,8 +80,7 @@ Result<std::optional<LivePlugin>> read_cluster_plugin(
   if (!ds) return ds.error();
   if (!*ds) return std::optional<LivePlugin>();
   auto out = settings_of(
-      kube, (**ds)["spec"]["template"].value("spec", json::object()),
-      deadline);
+      kube, (**ds)["spec"]["template"].value("spec", json::object()), deadline);
   if (!out) return out.error();
   out->seen_in = daemonset_name();
   return std::optional<LivePlugin>(*out);

@@ -20,8 +20,8 @@ struct LivePlugin {
   Sharing sharing;
   // plugin_config_hash() of the live config: what a pod running it carries.
   std::string config_hash;
-  std::string seen_in;  // "DaemonSet kube-system/...", "pod NAME on node N"
-  std::string pod;      // the node's plugin pod (node reads), else empty
+  std::string seen_in;   // "DaemonSet kube-system/...", "pod NAME on node N"
+  std::string pod;       // the node's plugin pod (node reads), else empty
   std::string pod_hash;  // that pod's kConfigHashAnnotation
 };
 

@@ -19,8 +19,9 @@ Result<std::unique_ptr<kube::Client>> connect_cluster(
           "status k3s-agent); or pass --kubeconfig";
     } else if (missing && path == kAdminKubeconfig) {
       e.fix =
-          std::string("k3s writes it when a server starts (sudo systemctl "
-                      "status k3s). ") +
+          std::string(
+              "k3s writes it when a server starts (sudo systemctl "
+              "status k3s). ") +
           (has_node_part(scope)
                ? "On an agent node, run the node part with the kubelet's own "
                  "identity: gpunode install --scope node (the default "

@@ -114,8 +114,7 @@ Result<const LivePlugin*> Context::live_plugin() {
   if (live_plugin_) return live_plugin_.get();
   auto kube = cluster();
   if (!kube) return kube.error();
-  Result<std::optional<LivePlugin>> live =
-      std::optional<LivePlugin>();
+  Result<std::optional<LivePlugin>> live = std::optional<LivePlugin>();
   if (has_cluster_part(scope())) {
     live = read_cluster_plugin(**kube, deadline);
   } else {

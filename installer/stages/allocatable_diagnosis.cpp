@@ -19,7 +19,7 @@ std::string last_line(std::string s) {
 }
 
 std::string events_about(kube::Client& kube, const std::string& name,
-                                Deadline deadline) {
+                         Deadline deadline) {
   auto events =
       kube.list(std::string("/api/v1/namespaces/") + kPluginNamespace +
                     "/events?fieldSelector=involvedObject.name%3D" + name,
@@ -41,9 +41,8 @@ bool Diagnosis::node_part() const {
 
 // Bottom-up: the first layer whose trouble shows in the cluster.
 std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
-                                         const Expectation& want,
-                                         const json& node,
-                                         Deadline deadline) {
+                                  const Expectation& want, const json& node,
+                                  Deadline deadline) {
   // The node's own identity cannot read DaemonSets (RBAC NodeRules): a
   // missing pod then says the cluster part is missing.
   const bool admin = has_cluster_part(ctx.scope());
@@ -69,13 +68,11 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
     }
     if (!admin) {
       return Diagnosis{"plugin",
-                       "no device plugin pod is scheduled on node " +
-                           want.node,
+                       "no device plugin pod is scheduled on node " + want.node,
                        cluster_part_command()};
     }
     return Diagnosis{"plugin",
-                     "no device plugin pod is scheduled on node " +
-                         want.node +
+                     "no device plugin pod is scheduled on node " + want.node +
                          (events.empty() ? "" : ": " + first_line(events)),
                      "kubectl -n kube-system describe daemonset " +
                          std::string(kPluginDaemonSet)};
@@ -159,10 +156,8 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
         "use the same --rename-shared setting as the cluster's workloads "
         "(GEO_MLOPS_SERVING_GPU_RESOURCE)"};
   }
-  const auto annotations =
-      pod["metadata"].value("annotations", json::object());
-  if (annotations.value(kConfigHashAnnotation, "") !=
-      want.plan->config_hash) {
+  const auto annotations = pod["metadata"].value("annotations", json::object());
+  if (annotations.value(kConfigHashAnnotation, "") != want.plan->config_hash) {
     return Diagnosis{"plugin",
                      "plugin pod " + pod_name +
                          " still runs the previous config (the plugin "
@@ -180,9 +175,8 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
         nvml ? "handler" : "plugin",
         "plugin pod " + pod_name + " runs but advertises no GPU" +
             (log ? ": " + last_line(*log) : ""),
-        nvml
-            ? "check the handler layer: gpunode status --only toolkit,handler"
-            : "kubectl -n kube-system logs " + pod_name};
+        nvml ? "check the handler layer: gpunode status --only toolkit,handler"
+             : "kubectl -n kube-system logs " + pod_name};
   }
   if (count < want.count()) {
     return Diagnosis{"driver",
@@ -202,6 +196,5 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
   }
   return std::nullopt;
 }
-
 
 }  // namespace gpunode

@@ -33,9 +33,8 @@ struct Diagnosis {
   bool node_part() const;
 };
 
-std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
-                                  const Expectation& want,
-                                  const kube::json& node,
-                                  std::chrono::steady_clock::time_point deadline);
+std::optional<Diagnosis> diagnose(
+    Context& ctx, kube::Client& kube, const Expectation& want,
+    const kube::json& node, std::chrono::steady_clock::time_point deadline);
 
 }  // namespace gpunode

@@ -200,8 +200,8 @@ class AllocatableStage : public Stage {
     // The run's deadline has passed; looking at the cluster to say why gets
     // a deadline of its own.
     const auto diag_deadline = ctx.host.clock().steady_now() + kDiagnosisTime;
-    if (want->nodes.size() == 1) return timeout_error(ctx, **kube, want->nodes[0],
-                                                     last, diag_deadline);
+    if (want->nodes.size() == 1)
+      return timeout_error(ctx, **kube, want->nodes[0], last, diag_deadline);
     for (const Expectation& e : want->nodes) {
       if (done[e.node] || stuck.count(e.node)) continue;
       Error one_node = timeout_error(ctx, **kube, e, last, diag_deadline);
@@ -250,24 +250,23 @@ class AllocatableStage : public Stage {
     }
     const bool many = want.nodes.size() > 1;
     if (found.short_of.empty()) {
-      Check c = satisfied("allocatable.ok",
-                          many ? "every GPU node advertises its slots: " +
-                                     join(found.ok, "; ")
-                               : found.ok.front());
+      Check c = satisfied(
+          "allocatable.ok",
+          many ? "every GPU node advertises its slots: " + join(found.ok, "; ")
+               : found.ok.front());
       add_platform_settings(c, want.nodes.front().plan->resource);
       return c;
     }
     const Expectation& first = want.nodes.front();
-    Check c = needed(
-        "allocatable.waiting",
-        many ? std::to_string(found.short_of.size()) + " of " +
-                   std::to_string(want.nodes.size()) +
-                   " GPU node(s) short of their slots: " +
-                   join(found.short_of, "; ")
-             : found.short_of.front(),
-        many ? "wait until every GPU node advertises its slots"
-             : "wait until node " + first.node + " advertises " +
-                   wanted_text(first));
+    Check c = needed("allocatable.waiting",
+                     many ? std::to_string(found.short_of.size()) + " of " +
+                                std::to_string(want.nodes.size()) +
+                                " GPU node(s) short of their slots: " +
+                                join(found.short_of, "; ")
+                          : found.short_of.front(),
+                     many ? "wait until every GPU node advertises its slots"
+                          : "wait until node " + first.node + " advertises " +
+                                wanted_text(first));
     c.details = found.causes;
     c.cause = found.first_cause;
     return c;

@@ -49,18 +49,19 @@ class LabelsStage : public Stage {
                      ? " (now " + have.value(key, std::string("?")) + ")"
                      : "");
     }
-    Check c = differ.empty()
-                  ? satisfied("labels.ok", "node " + want->node +
-                                               " is labelled as a GPU node (" +
-                                               list(want->labels) + ")")
-                  : needed("labels.apply",
-                           "node " + want->node + " lacks GPU labels",
-                           "label node " + want->node + ": " + differ);
+    Check c =
+        differ.empty()
+            ? satisfied("labels.ok", "node " + want->node +
+                                         " is labelled as a GPU node (" +
+                                         list(want->labels) + ")")
+            : needed("labels.apply", "node " + want->node + " lacks GPU labels",
+                     "label node " + want->node + ": " + differ);
     c.facts["node"] = want->node;
     c.facts["labels"] = json::array();
     for (const auto& [key, value] : want->labels)
-      c.facts["labels"].push_back(
-          {{"name", key}, {"value", value}, {"set", have.value(key, "") == value}});
+      c.facts["labels"].push_back({{"name", key},
+                                   {"value", value},
+                                   {"set", have.value(key, "") == value}});
     if (!differ.empty()) c.facts["objects"]["update"] = {"Node " + want->node};
     return c;
   }
@@ -70,9 +71,10 @@ class LabelsStage : public Stage {
     if (!want) return want.error();
     auto kube = ctx.cluster();
     if (!kube) return kube.error();
-    const json node{{"apiVersion", "v1"},
-                    {"kind", "Node"},
-                    {"metadata", {{"name", want->node}, {"labels", want->labels}}}};
+    const json node{
+        {"apiVersion", "v1"},
+        {"kind", "Node"},
+        {"metadata", {{"name", want->node}, {"labels", want->labels}}}};
     auto applied =
         (*kube)->apply("/api/v1/nodes/" + want->node, node, ctx.deadline);
     if (!applied) return applied.error();
@@ -95,7 +97,8 @@ class LabelsStage : public Stage {
 
   static std::string list(const std::map<std::string, std::string>& labels) {
     std::string out;
-    for (const auto& [k, v] : labels) out += (out.empty() ? "" : ", ") + k + "=" + v;
+    for (const auto& [k, v] : labels)
+      out += (out.empty() ? "" : ", ") + k + "=" + v;
     return out;
   }
 };

@@ -67,20 +67,20 @@ Check check_plugin_from_node(Context& ctx) {
     c.facts["cluster_plugin"] = settings_facts(l);
     return c;
   }
-  Check c = satisfied("plugin.ok", "device plugin pod " + l.pod +
-                                       " runs on node " + *node +
-                                       " (the cluster runs " + runs + ")");
+  Check c =
+      satisfied("plugin.ok", "device plugin pod " + l.pod + " runs on node " +
+                                 *node + " (the cluster runs " + runs + ")");
   if (!l.pod_hash.empty() && l.pod_hash != l.config_hash) {
     c.details.push_back("pod " + l.pod +
                         " started with an earlier config; the DaemonSet "
                         "replaces it (the allocatable stage waits for that)");
   }
   c.facts["cluster_plugin"] = settings_facts(l);
-  c.facts["plugin"] = {{"variant", variant_name(l.sharing.variant)},
-                       {"replicas",
-                        l.sharing.time_slicing() ? l.sharing.replicas : 1},
-                       {"resource", l.sharing.resource()},
-                       {"pod", l.pod}};
+  c.facts["plugin"] = {
+      {"variant", variant_name(l.sharing.variant)},
+      {"replicas", l.sharing.time_slicing() ? l.sharing.replicas : 1},
+      {"resource", l.sharing.resource()},
+      {"pod", l.pod}};
   return c;
 }
 
@@ -98,8 +98,7 @@ Result<void> wait_for_plugin_pod(Context& ctx) {
       "spec.nodeName=" + *node,
       [&](const std::string& type, const json& pod) {
         if (type == "DELETED") return kube::WatchStep::kContinue;
-        const json labels =
-            pod["metadata"].value("labels", json::object());
+        const json labels = pod["metadata"].value("labels", json::object());
         found = labels.value("name", "") == "nvidia-device-plugin-ds" &&
                 !pod["metadata"].contains("deletionTimestamp");
         return found ? kube::WatchStep::kDone : kube::WatchStep::kContinue;

@@ -26,14 +26,14 @@ Result<Rollout> plan_rollout(Context& ctx, const PluginState& s) {
   if (*live) {
     const Sharing& was = (*live)->sharing;
     const Sharing& will = s.plan->sharing;
-    out.settings_change = was.resource() != will.resource() ||
-                          s.plan->replicas !=
-                              (was.time_slicing() ? was.replicas : 1);
+    out.settings_change =
+        was.resource() != will.resource() ||
+        s.plan->replicas != (was.time_slicing() ? was.replicas : 1);
   }
   const bool adds_affinity =
       s.daemonset_live &&
-      !selects_gpu_nodes(
-          (*s.daemonset_live)["spec"]["template"].value("spec", json::object()));
+      !selects_gpu_nodes((*s.daemonset_live)["spec"]["template"].value(
+          "spec", json::object()));
   for (const GpuNode& g : *nodes) {
     NodeSlots n;
     n.node = g.name;
@@ -78,12 +78,13 @@ json slots_facts(const Rollout& r, const std::string& resource) {
     json j{{"node", n.node},
            {"this_node", n.this_node},
            {"gpus", n.gpus ? json(*n.gpus) : json(nullptr)},
-           {"now", {{"resource", n.now_resource.empty()
-                                     ? json(nullptr)
-                                     : json(n.now_resource)},
-                    {"count", n.now}}},
-           {"after", {{"resource", resource},
-                      {"count", n.after ? json(*n.after) : json(nullptr)}}}};
+           {"now",
+            {{"resource",
+              n.now_resource.empty() ? json(nullptr) : json(n.now_resource)},
+             {"count", n.now}}},
+           {"after",
+            {{"resource", resource},
+             {"count", n.after ? json(*n.after) : json(nullptr)}}}};
     nodes.push_back(std::move(j));
   }
   return nodes;
@@ -91,10 +92,10 @@ json slots_facts(const Rollout& r, const std::string& resource) {
 
 Result<void> label_gpu_present(kube::Client& kube, const std::string& node,
                                std::chrono::steady_clock::time_point deadline) {
-  const json patch{{"apiVersion", "v1"},
-                   {"kind", "Node"},
-                   {"metadata",
-                    {{"name", node}, {"labels", {{kGpuPresentLabel, "true"}}}}}};
+  const json patch{
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", node}, {"labels", {{kGpuPresentLabel, "true"}}}}}};
   auto r = kube.apply("/api/v1/nodes/" + node, patch, deadline);
   if (!r) return r.error();
   return {};

@@ -19,7 +19,7 @@ namespace gpunode {
 struct NodeSlots {
   std::string node;
   bool this_node = false;
-  std::optional<int> gpus;  // labelled (or, for this node, counted)
+  std::optional<int> gpus;   // labelled (or, for this node, counted)
   std::string now_resource;  // what it advertises now, if anything
   long long now = 0;
   std::optional<long long> after;  // gpus x the plan's replicas

@@ -6,8 +6,8 @@
 #include "kube/manifests.hpp"
 #include "plugin/gpu_labels.hpp"
 #include "plugin/gpu_nodes.hpp"
-#include "run/cluster_facts.hpp"
 #include "plugin/live_plugin.hpp"
+#include "run/cluster_facts.hpp"
 #include "stages/plugin_cluster.hpp"
 #include "stages/plugin_node.hpp"
 #include "stages/plugin_rollout.hpp"
@@ -131,8 +131,8 @@ class PluginStage : public Stage {
     }
     auto rollout = plan_rollout(ctx, s);
     if (!rollout) return cluster_blocked(ctx, rollout.error(), "plugin.nodes");
-    const bool applies = !s.daemonset_matches ||
-                         (s.plan->configmap && !s.configmap_matches);
+    const bool applies =
+        !s.daemonset_matches || (s.plan->configmap && !s.configmap_matches);
     if (!s.daemonset_matches && !rollout->to_label.empty()) {
       for (const auto& n : rollout->to_label)
         objects["update"].push_back("Node " + n);
@@ -213,14 +213,12 @@ class PluginStage : public Stage {
     if (auto live = ctx.live_plugin(); live && *live) {
       // The summary says what this run wants; the cluster's, when other.
       if (rollout->settings_change)
-        c.details.push_back("the cluster runs " +
-                            describe((*live)->sharing) + " now (" +
-                            (*live)->seen_in + ")");
+        c.details.push_back("the cluster runs " + describe((*live)->sharing) +
+                            " now (" + (*live)->seen_in + ")");
       c.facts["cluster_plugin"] = {
           {"variant", variant_name((*live)->sharing.variant)},
-          {"replicas", (*live)->sharing.time_slicing()
-                           ? (*live)->sharing.replicas
-                           : 1},
+          {"replicas",
+           (*live)->sharing.time_slicing() ? (*live)->sharing.replicas : 1},
           {"resource", (*live)->sharing.resource()},
           {"config_hash", (*live)->config_hash},
           {"seen_in", (*live)->seen_in}};

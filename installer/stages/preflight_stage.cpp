@@ -19,7 +19,6 @@ namespace {
 
 constexpr const char* kContainerdRoot = "/var/lib/rancher/k3s/agent/containerd";
 
-
 // How long preflight asks the API server about the node. A server that
 // does not answer by then is not preflight's to report: the runtimeclass
 // stage, the first to need the cluster, names it (with its full retries).

@@ -64,9 +64,9 @@ class RuntimeClassStage : public Stage {
         (**live)["metadata"].value("labels", kube::json::object());
     const bool ours = labels.value(kManagedByLabel, "") == "gpunode";
     Check c = satisfied("runtimeclass.ok",
-                     std::string("RuntimeClass nvidia -> handler nvidia") +
-                         (ours ? " (created by gpunode)"
-                               : " (not created by gpunode; kept)"));
+                        std::string("RuntimeClass nvidia -> handler nvidia") +
+                            (ours ? " (created by gpunode)"
+                                  : " (not created by gpunode; kept)"));
     c.facts["handler"] = handler;
     c.facts["managed_by_gpunode"] = ours;
     return c;

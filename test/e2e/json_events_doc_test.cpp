@@ -21,8 +21,8 @@ namespace {
 // The stages whose facts this test holds the document to: every stage that
 // status runs (smoke is opt-in, and has its own unit test).
 const std::set<std::string> kStages = {
-    "preflight", "driver", "toolkit",     "handler", "runtimeclass",
-    "image",     "labels", "plugin", "allocatable"};
+    "preflight", "driver", "toolkit", "handler",    "runtimeclass",
+    "image",     "labels", "plugin",  "allocatable"};
 
 // stage -> field path -> its documented type, from the "## Stage facts"
 // tables: rows "| `path` | type | meaning |" under "### <stage>".
@@ -131,14 +131,15 @@ TEST_CASE("json-events.md documents the facts a real status run emits",
   SimClusterOptions o;
   o.nodes = {{"server", true, 0, "cpu-server"}, {"gpu-a", false, 1, ""}};
   SimCluster cluster(o);
-  REQUIRE(cluster.gpunode("server", {"install", "--scope", "cluster"})
-              .exit_code == 0);
+  REQUIRE(
+      cluster.gpunode("server", {"install", "--scope", "cluster"}).exit_code ==
+      0);
   REQUIRE(cluster
-              .gpunode("gpu-a", {"install", "--image-archive",
-                                 cluster.image_archive()})
+              .gpunode("gpu-a",
+                       {"install", "--image-archive", cluster.image_archive()})
               .exit_code == 0);
-  for (auto [node, args] : std::vector<
-           std::pair<std::string, std::vector<std::string>>>{
+  for (auto [node, args] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"gpu-a", {"status", "--json"}},
            {"server", {"status", "--json", "--scope", "cluster"}},
            {"server",

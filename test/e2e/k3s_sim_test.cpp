@@ -64,10 +64,10 @@ struct SimNode {
     sim = std::make_unique<K3sSim>(options);
     // The platform's manifests select GPU nodes (nvidia.com/gpu.present=true,
     // which gpunode's labels stage sets): this node is one.
-    ApiResponse labelled = sim->api(
-        "PATCH", "/api/v1/nodes/gpu-node-1",
-        R"({"metadata":{"labels":{"nvidia.com/gpu.present":"true"}}})",
-        "application/merge-patch+json");
+    ApiResponse labelled =
+        sim->api("PATCH", "/api/v1/nodes/gpu-node-1",
+                 R"({"metadata":{"labels":{"nvidia.com/gpu.present":"true"}}})",
+                 "application/merge-patch+json");
     REQUIRE(labelled.status == 200);
   }
 

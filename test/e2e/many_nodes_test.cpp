@@ -41,8 +41,8 @@ Run cluster_part(SimCluster& c, std::vector<std::string> extra = {}) {
 // operator runs `sudo ./install.sh` from the stick.
 Run node_part(SimCluster& c, const std::string& node,
               std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{"install", "--image-archive",
-                                c.image_archive(), "--timeout", "60s"};
+  std::vector<std::string> args{"install", "--image-archive", c.image_archive(),
+                                "--timeout", "60s"};
   args.insert(args.end(), extra.begin(), extra.end());
   return c.gpunode(node, args);
 }
@@ -67,9 +67,10 @@ long long writes_by(SimCluster& c, const std::string& user) {
 
 }  // namespace
 
-TEST_CASE("many nodes: the cluster part once, then each agent with its own "
-          "identity",
-          "[e2e][many-nodes]") {
+TEST_CASE(
+    "many nodes: the cluster part once, then each agent with its own "
+    "identity",
+    "[e2e][many-nodes]") {
   REQUIRE_PARTS();
   SimCluster c(four_nodes());
 
@@ -134,9 +135,10 @@ TEST_CASE("many nodes: the cluster part once, then each agent with its own "
   }
 }
 
-TEST_CASE("many nodes: an agent first is told the cluster part is missing, "
-          "then converges",
-          "[e2e][many-nodes]") {
+TEST_CASE(
+    "many nodes: an agent first is told the cluster part is missing, "
+    "then converges",
+    "[e2e][many-nodes]") {
   REQUIRE_PARTS();
   SimCluster c(four_nodes());
   Run first = node_part(c, "gpu-a");
@@ -158,9 +160,10 @@ TEST_CASE("many nodes: an agent first is told the cluster part is missing, "
   CHECK(c.allocatable("gpu-a") == "1");
 }
 
-TEST_CASE("many nodes: time-slicing 4 -> 2 -> default changes every GPU node, "
-          "only with --all-nodes",
-          "[e2e][many-nodes]") {
+TEST_CASE(
+    "many nodes: time-slicing 4 -> 2 -> default changes every GPU node, "
+    "only with --all-nodes",
+    "[e2e][many-nodes]") {
   REQUIRE_PARTS();
   SimCluster c(four_nodes());
   REQUIRE(cluster_part(c, {"--variant", "time-slicing", "--replicas", "4"})
@@ -171,7 +174,8 @@ TEST_CASE("many nodes: time-slicing 4 -> 2 -> default changes every GPU node, "
   CHECK(c.allocatable("gpu-b") == "8");
 
   // Without --all-nodes: refused, each node's slots now and after named.
-  Run refused = cluster_part(c, {"--variant", "time-slicing", "--replicas", "2"});
+  Run refused =
+      cluster_part(c, {"--variant", "time-slicing", "--replicas", "2"});
   INFO(refused.err);
   CHECK(refused.exit_code == 1);
   CHECK_THAT(refused.err, Catch::Contains("--all-nodes") &&
@@ -184,8 +188,8 @@ TEST_CASE("many nodes: time-slicing 4 -> 2 -> default changes every GPU node, "
                                        "nvidia.com/gpu 2 (1 GPU)"));
   CHECK(c.allocatable("gpu-b") == "8");  // nothing changed
 
-  Run two = cluster_part(c, {"--variant", "time-slicing", "--replicas", "2",
-                             "--all-nodes"});
+  Run two = cluster_part(
+      c, {"--variant", "time-slicing", "--replicas", "2", "--all-nodes"});
   INFO(two.err);
   CHECK(two.exit_code == 0);
   CHECK(c.allocatable("gpu-a") == "2");
@@ -203,9 +207,10 @@ TEST_CASE("many nodes: time-slicing 4 -> 2 -> default changes every GPU node, "
   CHECK(c.allocatable("gpu-b") == "2");
 }
 
-TEST_CASE("many nodes: an agent whose handler is missing stops at that layer, "
-          "unlabelled",
-          "[e2e][many-nodes]") {
+TEST_CASE(
+    "many nodes: an agent whose handler is missing stops at that layer, "
+    "unlabelled",
+    "[e2e][many-nodes]") {
   REQUIRE_PARTS();
   SimClusterOptions o = four_nodes();
   o.nodes[2].scenario = "agent-no-handler";
@@ -219,9 +224,10 @@ TEST_CASE("many nodes: an agent whose handler is missing stops at that layer, "
             "nvidia.com/gpu.present", "") == "");
 }
 
-TEST_CASE("many nodes: the cluster part reports a GPU node held up by its own "
-          "layer without waiting it out",
-          "[e2e][many-nodes]") {
+TEST_CASE(
+    "many nodes: the cluster part reports a GPU node held up by its own "
+    "layer without waiting it out",
+    "[e2e][many-nodes]") {
   REQUIRE_PARTS();
   SimClusterOptions o = four_nodes();
   o.nodes[2].scenario = "agent-no-handler";
@@ -232,8 +238,8 @@ TEST_CASE("many nodes: the cluster part reports a GPU node held up by its own "
                      "nvidia.com/gpu.count=2"})
               .exit_code == 0);
   const auto start = std::chrono::steady_clock::now();
-  Run cluster = c.gpunode("server", {"install", "--scope", "cluster",
-                                     "--timeout", "40s"});
+  Run cluster = c.gpunode(
+      "server", {"install", "--scope", "cluster", "--timeout", "40s"});
   const auto took = std::chrono::steady_clock::now() - start;
   INFO(cluster.err);
   CHECK(cluster.exit_code == 1);
@@ -251,10 +257,10 @@ TEST_CASE("many nodes: kill -9 of an agent's run, then a rerun converges",
   for (const std::string point : {"check:labels", "api-write-done"}) {
     SimCluster fresh(four_nodes());
     REQUIRE(cluster_part(fresh).exit_code == 0);
-    Run killed = fresh.gpunode(
-        "gpu-a",
-        {"install", "--image-archive", fresh.image_archive(), "--timeout", "60s"},
-        {"GPUNODE_TEST_CRASH_AT=" + point});
+    Run killed = fresh.gpunode("gpu-a",
+                               {"install", "--image-archive",
+                                fresh.image_archive(), "--timeout", "60s"},
+                               {"GPUNODE_TEST_CRASH_AT=" + point});
     INFO(point << "\n" << killed.err);
     CHECK(killed.exit_code == 128 + 9);
     Run rerun = node_part(fresh, "gpu-a");
@@ -264,9 +270,10 @@ TEST_CASE("many nodes: kill -9 of an agent's run, then a rerun converges",
   }
 }
 
-TEST_CASE("many nodes: an agent without the image fetches it from a peer "
-          "through the embedded mirror, or is told to bring the archive",
-          "[e2e][many-nodes][mirror]") {
+TEST_CASE(
+    "many nodes: an agent without the image fetches it from a peer "
+    "through the embedded mirror, or is told to bring the archive",
+    "[e2e][many-nodes][mirror]") {
   REQUIRE_PARTS();
   for (const bool mirror : {true, false}) {
     SimClusterOptions o = four_nodes();
@@ -291,4 +298,23 @@ TEST_CASE("many nodes: an agent without the image fetches it from a peer "
       CHECK(c.allocatable("gpu-b").empty());
     }
   }
+}
+
+TEST_CASE("many nodes: uninstall on an agent takes only its own part back",
+          "[e2e][many-nodes]") {
+  REQUIRE_PARTS();
+  SimCluster c(four_nodes());
+  REQUIRE(cluster_part(c).exit_code == 0);
+  REQUIRE(node_part(c, "gpu-a").exit_code == 0);
+  REQUIRE(node_part(c, "gpu-b").exit_code == 0);
+  Run gone = c.gpunode("gpu-a", {"uninstall"});
+  INFO(gone.err);
+  CHECK(gone.exit_code == 0);
+  CHECK_THAT(gone.err, Catch::Contains("GPU labels removed") &&
+                           Catch::Contains("serve every GPU node: kept"));
+  const json labels = c.object("/api/v1/nodes/gpu-a")["metadata"]["labels"];
+  CHECK_FALSE(labels.contains("nvidia.com/gpu.present"));
+  CHECK_FALSE(labels.contains("nvidia.com/gpu.count"));
+  CHECK_FALSE(c.object(kDsPath).is_null());
+  CHECK(c.allocatable("gpu-b") == "2");
 }

@@ -32,9 +32,10 @@ std::map<std::string, json> events(const Run& r) {
 
 }  // namespace
 
-TEST_CASE("plan on a fresh node: every write accepted by the dry run, none "
-          "stored, and the quantities",
-          "[e2e][plan]") {
+TEST_CASE(
+    "plan on a fresh node: every write accepted by the dry run, none "
+    "stored, and the quantities",
+    "[e2e][plan]") {
   REQUIRE_PARTS();
   SimGpuNode node;
   Run plan = node.gpunode({"plan", "--image-archive", node.archive, "--json",

@@ -502,11 +502,12 @@ TEST_CASE("sim cluster: gpunode status reads each node's own tree",
   CHECK_THAT(cpu.out + cpu.err, !Catch::Contains("NVIDIA H200"));
   // Agents have no admin kubeconfig: their run is the node part, with the
   // kubelet's own credentials, which reach the cluster.
-  CHECK_THAT(a.out + a.err,
-             Catch::Contains("as /var/lib/rancher/k3s/agent/kubelet.kubeconfig") &&
-                 Catch::Contains("RuntimeClass nvidia does not exist") &&
-                 !Catch::Contains("does not exist; ") &&
-                 !Catch::Contains("[ERROR cluster]"));
+  CHECK_THAT(
+      a.out + a.err,
+      Catch::Contains("as /var/lib/rancher/k3s/agent/kubelet.kubeconfig") &&
+          Catch::Contains("RuntimeClass nvidia does not exist") &&
+          !Catch::Contains("does not exist; ") &&
+          !Catch::Contains("[ERROR cluster]"));
   Run srv = c.gpunode("srv", {"status"});
   // The server reached the cluster with the admin kubeconfig.
   CHECK_THAT(srv.out + srv.err,

@@ -73,7 +73,7 @@ class SimCluster {
   std::string log_tail() const;
   K3sSim& sim() { return *sim_; }  // raw API requests (api, api_as)
 
- // The environment gpunode runs with on `node` (see gpunode()): for tools
+  // The environment gpunode runs with on `node` (see gpunode()): for tools
   // that run it themselves (test/tools/sim_cluster.cpp, the demo).
   std::vector<std::string> env(const std::string& node);
 

@@ -7,6 +7,8 @@
 // plugin archive to DIR/k8s-device-plugin.tar; KUBECONFIG is the admin's.
 // Everything stops when the command ends.
 //   sim_cluster --dir DIR --node NAME:server|agent:GPUS[:SCENARIO]... -- CMD...
+#include "sim_cluster.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,8 +16,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "sim_cluster.hpp"
 
 extern char** environ;  // NOLINT: the process environment, passed on
 
@@ -70,9 +70,9 @@ int main(int argc, char** argv) {
   if (dir.empty() || options.nodes.empty() || i >= argc) return usage();
   std::filesystem::create_directories(dir);
   SimCluster cluster(options);
-  std::filesystem::copy_file(
-      cluster.image_archive(), dir + "/k8s-device-plugin.tar",
-      std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(cluster.image_archive(),
+                             dir + "/k8s-device-plugin.tar",
+                             std::filesystem::copy_options::overwrite_existing);
   for (const std::string& name : cluster.node_names()) {
     std::ofstream env(dir + "/" + name + ".env");
     env << "ROOT=" << cluster.node(name).root << "\n";

@@ -133,18 +133,19 @@ TEST_CASE("the DaemonSet selects GPU nodes, keeping an affinity it has",
   require_gpu_nodes(spec);
   CHECK(spec == once);  // idempotent
 
-  json other = {{"affinity",
-                 {{"nodeAffinity",
-                   {{"requiredDuringSchedulingIgnoredDuringExecution",
-                     {{"nodeSelectorTerms",
-                       json::array({{{"matchExpressions",
-                                      json::array({{{"key", "zone"},
-                                                    {"operator", "In"},
-                                                    {"values", {"a"}}}})}},
-                                    {{"matchExpressions",
-                                      json::array({{{"key", "zone"},
-                                                    {"operator", "In"},
-                                                    {"values", {"b"}}}})}}})}}}}}}}};
+  json other = {
+      {"affinity",
+       {{"nodeAffinity",
+         {{"requiredDuringSchedulingIgnoredDuringExecution",
+           {{"nodeSelectorTerms",
+             json::array(
+                 {{{"matchExpressions", json::array({{{"key", "zone"},
+                                                      {"operator", "In"},
+                                                      {"values", {"a"}}}})}},
+                  {{"matchExpressions",
+                    json::array({{{"key", "zone"},
+                                  {"operator", "In"},
+                                  {"values", {"b"}}}})}}})}}}}}}}};
   CHECK_FALSE(selects_gpu_nodes(other));
   require_gpu_nodes(other);
   CHECK(selects_gpu_nodes(other));
@@ -160,7 +161,8 @@ TEST_CASE("the DaemonSet selects GPU nodes, keeping an affinity it has",
     Sharing s;
     s.variant = v;
     s.replicas = v == Variant::kDefault ? 1 : 4;
-    auto plan = plan_device_plugin(s, "nvcr.io/nvidia/k8s-device-plugin:v0.19.3");
+    auto plan =
+        plan_device_plugin(s, "nvcr.io/nvidia/k8s-device-plugin:v0.19.3");
     REQUIRE(plan);
     CHECK(selects_gpu_nodes(plan->daemonset["spec"]["template"]["spec"]));
   }
@@ -253,7 +255,8 @@ TEST_CASE("node part: the plugin as its pod on this node shows it",
       auto r = stage->apply(bed.context(), c);
       REQUIRE_FALSE(r);
       CHECK(r.error().exit == ExitCode::kBlocked);
-      CHECK_THAT(r.error().message, Catch::Contains("no device plugin pod came"));
+      CHECK_THAT(r.error().message,
+                 Catch::Contains("no device plugin pod came"));
       CHECK_THAT(r.error().fix, Catch::Contains("--scope cluster"));
     }
     SECTION("one comes") {
@@ -305,7 +308,8 @@ TEST_CASE("live settings: a ConfigMap the pods mount but that is gone",
   auto s = sharing_of(spec, std::nullopt);
   REQUIRE_FALSE(s);
   CHECK_THAT(s.error().message, Catch::Contains("it is gone"));
-  auto bad = sharing_of(spec, json{{"data", {{"config.yaml", "version: v1\n"}}}});
+  auto bad =
+      sharing_of(spec, json{{"data", {{"config.yaml", "version: v1\n"}}}});
   REQUIRE_FALSE(bad);
   CHECK_THAT(bad.error().message, Catch::Contains("shares no nvidia.com/gpu"));
   auto plain = sharing_of(json::object(), std::nullopt);
@@ -352,8 +356,8 @@ TEST_CASE("cluster part: a change of settings on other nodes needs --all-nodes",
     CHECK(c.status == CheckStatus::kNeeded);
     REQUIRE(stage->apply(bed.context(), c));
     CHECK(bed.kube().write_lines() ==
-          std::vector<std::string>{
-              "APPLY " + configmap_path(), "APPLY " + daemonset_path()});
+          std::vector<std::string>{"APPLY " + configmap_path(),
+                                   "APPLY " + daemonset_path()});
   }
 }
 
@@ -366,9 +370,10 @@ TEST_CASE("cluster part: nodes serving GPUs are labelled before the affinity",
   old["spec"]["template"]["spec"].erase("affinity");
   bed.kube().put(daemonset_path(), old);
   bed.other_daemonsets({});
-  bed.kube().answer_list("/api/v1/nodes", {labelled_self(bed, 1),
-                                           other_node("gpu-old", std::nullopt, 1),
-                                           other_node("cpu-1", std::nullopt, 0)});
+  bed.kube().answer_list(
+      "/api/v1/nodes",
+      {labelled_self(bed, 1), other_node("gpu-old", std::nullopt, 1),
+       other_node("cpu-1", std::nullopt, 0)});
   bed.kube().put(bed.node_path(), labelled_self(bed, 1));
   auto stage = make_plugin_stage();
   Check c = stage->check(bed.context());
@@ -399,7 +404,8 @@ TEST_CASE("cluster part: the wait covers every labelled GPU node",
   }
   SECTION("two nodes: per node expected and advertised, short ones named") {
     const json a = other_node("gpu-a", 1, 1), b = other_node("gpu-b", 2, 0);
-    bed.kube().answer_list("/api/v1/nodes", {a, b, other_node("gpu-x", std::nullopt, 4)});
+    bed.kube().answer_list("/api/v1/nodes",
+                           {a, b, other_node("gpu-x", std::nullopt, 4)});
     bed.kube().put("/api/v1/nodes/gpu-a", a);
     bed.kube().put("/api/v1/nodes/gpu-b", b);
     json pod_a = bed.pod_object(PluginPod{});
@@ -418,9 +424,10 @@ TEST_CASE("cluster part: the wait covers every labelled GPU node",
         {});
     Check c = stage->check(bed.context());
     CHECK(c.status == CheckStatus::kNeeded);
-    CHECK_THAT(c.summary, Catch::Contains("1 of 2 GPU node(s) short") &&
-                              Catch::Contains("node gpu-b advertises "
-                                              "nvidia.com/gpu: none, not yet 2"));
+    CHECK_THAT(c.summary,
+               Catch::Contains("1 of 2 GPU node(s) short") &&
+                   Catch::Contains("node gpu-b advertises "
+                                   "nvidia.com/gpu: none, not yet 2"));
     REQUIRE(c.details.size() == 1);
     CHECK_THAT(c.details[0], Catch::StartsWith("gpu-b: [plugin] no device "
                                                "plugin pod is scheduled"));

@@ -26,9 +26,9 @@ TEST_CASE("stage selection with --only and --skip keep the pipeline's order",
   CHECK(names(*r) == std::vector<std::string>{"driver", "handler"});
   auto s = select_stages(make_pipeline(), {}, {"preflight", "toolkit"});
   REQUIRE(s);
-  CHECK(names(*s) == std::vector<std::string>{
-                         "driver", "handler", "runtimeclass", "image",
-                         "labels", "plugin", "allocatable", "smoke"});
+  CHECK(names(*s) ==
+        std::vector<std::string>{"driver", "handler", "runtimeclass", "image",
+                                 "labels", "plugin", "allocatable", "smoke"});
 }
 
 TEST_CASE("an unknown stage name is a usage error listing the stages",
