@@ -128,26 +128,41 @@ Result<const LivePlugin*> Context::live_plugin() {
   return live_plugin_.get();
 }
 
+namespace {
+
+// Before the DaemonSet has a pod on this node, the node part cannot know
+// what the cluster runs (its identity cannot read the DaemonSet).
+Error no_plugin_pod_yet() {
+  return Error{ExitCode::kBlocked, "plugin",
+               "no device plugin pod runs on this node yet, so the cluster's "
+               "settings (variant, replicas) are not known here",
+               "the cluster part applies the DaemonSet; on a server: sudo "
+               "gpunode install --scope cluster"};
+}
+
+}  // namespace
+
 Result<Sharing> Context::sharing() {
   if (opts.sharing_given || has_cluster_part(scope())) return opts.sharing;
   auto live = live_plugin();
   if (!live) return live.error();
-  if (!*live) {
-    return Error{ExitCode::kBlocked, "plugin",
-                 "no device plugin pod runs on this node yet, so its "
-                 "settings (variant, replicas) are not known here",
-                 "the cluster part applies the DaemonSet; on a server: sudo "
-                 "gpunode install --scope cluster"};
-  }
+  if (!*live) return no_plugin_pod_yet();
   return (*live)->sharing;
 }
 
 Result<const DevicePluginPlan*> Context::plugin_plan() {
   if (plugin_plan_.known()) return plugin_plan_.kept();
+  // Neither is kept when it fails: a node's pod (and so the cluster's
+  // settings and config digest) may come later in this run.
   auto wanted = sharing();
-  // Not kept: a node's pod (and so the cluster's settings) may come later
-  // in this run.
   if (!wanted) return wanted.error();
+  const LivePlugin* live = nullptr;
+  if (!has_cluster_part(scope())) {
+    auto found = live_plugin();
+    if (!found) return found.error();
+    if (!*found) return no_plugin_pod_yet();
+    live = *found;
+  }
   return memo(plugin_plan_, [&]() -> Result<DevicePluginPlan> {
     auto texts = manifests();
     if (!texts) return texts.error();
@@ -155,10 +170,9 @@ Result<const DevicePluginPlan*> Context::plugin_plan() {
     spdlog::debug("device plugin manifests rendered ({}, {} slot(s) per GPU)",
                   variant_name(wanted->variant), wanted->replicas);
     auto plan = plan_device_plugin(*wanted, opts.image_ref, **texts);
-    if (plan && !has_cluster_part(scope())) {
-      auto live = live_plugin();
-      if (live && *live) plan->config_hash = (*live)->config_hash;
-    }
+    // What a current pod on this node carries, whichever gpunode (or
+    // bundle) applied the cluster part.
+    if (plan && live) plan->config_hash = live->config_hash;
     return plan;
   });
 }

@@ -300,6 +300,27 @@ TEST_CASE("node part: the plugin as its pod on this node shows it",
   }
 }
 
+TEST_CASE("node part: the plan is known only once its pod is, flags or not",
+          "[many-nodes][node-part]") {
+  ClusterBed bed;
+  bed.opts.scope = Scope::kNode;
+  bed.opts.sharing_given = GENERATE(false, true);
+  bed.plugin_pods({});
+  auto before = bed.context().plugin_plan();
+  REQUIRE_FALSE(before);
+  CHECK_THAT(before.error().message,
+             Catch::Contains("no device plugin pod runs on this node yet"));
+  // The pod came (the DaemonSet followed the label): not remembered as
+  // missing, and its config digest is the live one.
+  bed.plugin_applied();
+  PluginPod pod;
+  pod.config_hash = "digest-of-another-bundle";
+  bed.plugin_pods({pod});
+  auto after = bed.context().plugin_plan();
+  REQUIRE(after);
+  CHECK((*after)->config_hash == plugin_config_hash(nullptr));
+}
+
 TEST_CASE("live settings: a ConfigMap the pods mount but that is gone",
           "[many-nodes][node-part]") {
   json spec = {{"volumes",
