@@ -3,7 +3,7 @@
 # dpkg inside a copy of a bullseye root file system (so the build host is
 # never touched, and the package is shown to work on glibc 2.31).
 #   packaging/test-deb.sh [BUILD_DIR [SUITE]]   (default build bullseye)
-# Exit 0 ok, 1 failed, 77 skipped (no root, debootstrap or mirror).
+# Exit 0 ok, 1 failed, 77 skipped (no root, debootstrap, mirror or ansible-doc).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$repo/build}" && pwd)
@@ -49,7 +49,7 @@ if command -v ansible-doc >/dev/null; then
     | grep -q '^> GPUNODE\.GPUNODE\.GPUNODE' || fail "ansible-doc gpunode.gpunode.gpunode"
   echo "ansible-doc gpunode.gpunode.gpunode: found"
 else
-  echo "ansible-doc: not installed here, not run"
+  no_ansible="ansible-doc is not installed (apt-get install ansible-core; scripts/setup.sh does)"
 fi
 in_chroot gpunode version | head -1
 in_chroot gpunode config show | grep -q '^variant: *default  (built-in)' || fail "config show"
@@ -73,4 +73,9 @@ in_chroot dpkg -P gpunode
 [ ! -e "$root/etc/gpunode" ] || fail "/etc/gpunode left after dpkg -P"
 after=$(cd "$root" && find . -path ./proc -prune -o -path ./var/lib/dpkg -prune -o -path ./var/log -prune -o -path ./gpunode.deb -prune -o -print | sort)
 [ "$before" = "$after" ] || { diff <(echo "$before") <(echo "$after") | head; fail "the tree differs after purge"; }
+if [ -n "${no_ansible:-}" ]; then
+  # Not a pass: one check could not run (ctest shows it as skipped).
+  echo "test-deb: skipped: $no_ansible; every other check passed" >&2
+  exit 77
+fi
 echo "test-deb: ok: dpkg -i, -r and -P clean; tree identical after purge"
