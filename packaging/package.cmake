@@ -3,11 +3,13 @@
 set(GPUNODE_PORTABLE ${CMAKE_BINARY_DIR}/portable/gpunode)
 set(GPUNODE_DOCS ${CMAKE_BINARY_DIR}/docs)
 # The Ansible collection build-portable.sh copies into the tree: an edit (or
-# a new file, through CONFIGURE_DEPENDS) re-runs it. __pycache__ is what an
-# ansible run leaves there; build-portable.sh does not copy it either.
-file(GLOB_RECURSE GPUNODE_COLLECTION_FILES CONFIGURE_DEPENDS
-     ${CMAKE_SOURCE_DIR}/packaging/ansible/*)
-list(FILTER GPUNODE_COLLECTION_FILES EXCLUDE REGEX "/__pycache__/")
+# a new file, through CONFIGURE_DEPENDS) re-runs it, and so does a removed
+# file (the directories are listed too: removing changes their mtime).
+# __pycache__ is what an ansible run leaves there; build-portable.sh does not
+# copy it either.
+file(GLOB_RECURSE GPUNODE_COLLECTION_FILES CONFIGURE_DEPENDS LIST_DIRECTORIES
+     true ${CMAKE_SOURCE_DIR}/packaging/ansible/*)
+list(FILTER GPUNODE_COLLECTION_FILES EXCLUDE REGEX "/__pycache__(/|$)")
 set(GPUNODE_COLLECTION
     ${GPUNODE_PORTABLE}/share/ansible/collections/ansible_collections/gpunode/gpunode)
 
