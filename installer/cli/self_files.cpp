@@ -21,15 +21,29 @@ namespace {
 constexpr const char* kCollection = "ansible_collections/gpunode/gpunode";
 
 // Every entry below root/kCollection that is not a directory, relative to
-// root, sorted. The walk never follows a symlink (the iterator's default),
-// and lists it, so that the bundle can refuse it by name.
-std::vector<std::string> collection_files(const fs::path& root) {
+// root, sorted; none when the tree has no collection. The walk never follows
+// a symlink (the iterator's default) and lists it, so that bundle create
+// refuses it by name. A directory it cannot read is an error, not a stick
+// with part of the collection.
+Result<std::vector<std::string>> collection_files(const fs::path& root) {
   std::vector<std::string> out;
+  const fs::path top = root / kCollection;
   std::error_code ec;
-  for (fs::recursive_directory_iterator it(root / kCollection, ec), end;
-       !ec && it != end; it.increment(ec)) {
+  const auto st = fs::symlink_status(top, ec);
+  if (!fs::exists(st)) return out;
+  if (fs::is_symlink(st)) return std::vector<std::string>{kCollection};
+  fs::recursive_directory_iterator it(top, ec);
+  for (const fs::recursive_directory_iterator end; !ec && it != end;
+       it.increment(ec)) {
     if (!it->is_directory(ec) || it->is_symlink(ec))
       out.push_back(it->path().lexically_relative(root).string());
+  }
+  if (ec) {
+    return Error{ExitCode::kBlocked,
+                 "bundle",
+                 "cannot list the Ansible collection in " + top.string() +
+                     ": " + ec.message(),
+                 {}};
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -37,7 +51,7 @@ std::vector<std::string> collection_files(const fs::path& root) {
 
 }  // namespace
 
-SelfFiles self_files_for(const std::string& exe) {
+Result<SelfFiles> self_files_for(const std::string& exe) {
   const fs::path p(exe);
   const fs::path lib = p.parent_path();
   const fs::path tree = lib.parent_path().parent_path();
@@ -60,7 +74,9 @@ SelfFiles self_files_for(const std::string& exe) {
   // Sorted, so bundles stay reproducible.
   std::sort(out.runtime_files.begin(), out.runtime_files.end());
   const fs::path collections = tree / "share" / "ansible" / "collections";
-  out.collection_files = collection_files(collections);
+  auto listed = collection_files(collections);
+  if (!listed) return listed.error();
+  out.collection_files = std::move(*listed);
   if (!out.collection_files.empty()) out.collections_root = collections;
   return out;
 }

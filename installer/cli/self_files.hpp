@@ -23,8 +23,9 @@ struct SelfFiles {
   std::vector<std::string> collection_files;
 };
 
-// `exe` is what /proc/self/exe names.
-SelfFiles self_files_for(const std::string& exe);
+// `exe` is what /proc/self/exe names. Errors: ExitCode::kBlocked when the
+// collection cannot be listed.
+Result<SelfFiles> self_files_for(const std::string& exe);
 
 Result<SelfFiles> locate_self();
 

@@ -66,7 +66,7 @@ const std::string kLoader = "/lib/gpunode/ld-linux-x86-64.so.2";
 TEST_CASE("a plain build copies only itself", "[bundle]") {
   TempDir dir;
   write_text(dir.path() + "/gpunode", "binary", 0755);
-  const SelfFiles s = self_files_for(dir.path() + "/gpunode");
+  const SelfFiles s = *self_files_for(dir.path() + "/gpunode");
   CHECK(s.binary == dir.path() + "/gpunode");
   CHECK(s.runtime_files.empty());
   CHECK(s.collection_files.empty());
@@ -75,7 +75,7 @@ TEST_CASE("a plain build copies only itself", "[bundle]") {
 TEST_CASE("under the portable loader the whole tree is copied", "[bundle]") {
   TempDir dir;
   const std::string t = make_tree(dir);
-  const SelfFiles s = self_files_for(t + "/lib/gpunode/ld-linux-x86-64.so.2");
+  const SelfFiles s = *self_files_for(t + "/lib/gpunode/ld-linux-x86-64.so.2");
   CHECK(s.binary == t + "/bin/gpunode");
   CHECK(s.runtime_files ==
         std::vector<std::string>{t + "/lib/gpunode/gpunode",
@@ -87,7 +87,7 @@ TEST_CASE("a loader outside a portable tree is not taken for one", "[bundle]") {
   TempDir dir;
   write_text(dir.path() + "/lib/x/ld-linux-x86-64.so.2", "loader", 0755);
   const SelfFiles s =
-      self_files_for(dir.path() + "/lib/x/ld-linux-x86-64.so.2");
+      *self_files_for(dir.path() + "/lib/x/ld-linux-x86-64.so.2");
   CHECK(s.runtime_files.empty());
 }
 
@@ -95,7 +95,7 @@ TEST_CASE("bundle create lists and hashes every file of the portable tree",
           "[bundle]") {
   TempDir dir;
   const std::string t = make_tree(dir);
-  const SelfFiles s = self_files_for(t + "/lib/gpunode/ld-linux-x86-64.so.2");
+  const SelfFiles s = *self_files_for(t + "/lib/gpunode/ld-linux-x86-64.so.2");
   const BuiltImage plugin =
       build_image(dir.path() + "/plugin.tar", ImageSpec{});
   bundle::CreateOptions o;
@@ -130,7 +130,7 @@ TEST_CASE("the portable tree's Ansible collection is found, and only gpunode's",
           "[bundle]") {
   TempDir dir;
   const std::string t = make_tree_with_collection(dir);
-  const SelfFiles s = self_files_for(t + kLoader);
+  const SelfFiles s = *self_files_for(t + kLoader);
   CHECK(s.collections_root == collections_of(t));
   const std::string c = kCollection;
   CHECK(s.collection_files ==
@@ -141,7 +141,7 @@ TEST_CASE("the portable tree's Ansible collection is found, and only gpunode's",
 
 TEST_CASE("a portable tree without the collection carries none", "[bundle]") {
   TempDir dir;
-  const SelfFiles s = self_files_for(make_tree(dir) + kLoader);
+  const SelfFiles s = *self_files_for(make_tree(dir) + kLoader);
   CHECK(s.collections_root.empty());
   CHECK(s.collection_files.empty());
 }
@@ -150,7 +150,7 @@ TEST_CASE("bundle create puts the collection under ansible/collections/",
           "[bundle]") {
   TempDir dir;
   const std::string t = make_tree_with_collection(dir);
-  const auto o = options_for(self_files_for(t + kLoader), dir);
+  const auto o = options_for(*self_files_for(t + kLoader), dir);
   auto report = bundle::create_bundle(o);
   REQUIRE(report.ok());
   const std::string rel =
@@ -204,7 +204,12 @@ TEST_CASE("a symlink in the collection is refused and nothing is written",
     link = c + "/roles/other";
     REQUIRE(::symlink("gpunode", link.c_str()) == 0);
   }
-  const SelfFiles s = self_files_for(t + kLoader);
+  SECTION("the collection itself a link") {
+    link = c;
+    std::filesystem::rename(c, dir.path() + "/elsewhere");
+    REQUIRE(::symlink((dir.path() + "/elsewhere").c_str(), link.c_str()) == 0);
+  }
+  const SelfFiles s = *self_files_for(t + kLoader);
   const auto o = options_for(s, dir);
   auto report = bundle::create_bundle(o);
   REQUIRE_FALSE(report.ok());
