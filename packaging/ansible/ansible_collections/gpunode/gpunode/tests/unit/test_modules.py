@@ -3,8 +3,9 @@
 # JSON file) against the real gpunode binary and a simulated host tree:
 # bad input gets gpunode's exact error class and leaves the host as it was;
 # gpunode output the collection cannot trust is refused. Needs
-# GPUNODE_BINARY (build/gpunode) and GPUNODE_SIM (test/sim); the runner
-# (test/ansible/run-collection-unit.sh) skips, exit 77, without them.
+# GPUNODE_BINARY (build/gpunode), GPUNODE_SIM (test/sim) and
+# GPUNODE_MAKE_TEST_IMAGE (build/test/make_test_image); the runner
+# (test/collection/run-unit.sh) skips, exit 77, without them.
 
 from __future__ import absolute_import, division, print_function
 
@@ -23,6 +24,7 @@ COLLECTION = os.path.abspath(os.path.join(HERE, '..', '..'))
 COLLECTIONS_ROOT = os.path.abspath(os.path.join(COLLECTION, '..', '..', '..'))
 GPUNODE = os.environ.get('GPUNODE_BINARY', '')
 SIM = os.environ.get('GPUNODE_SIM', '')
+MAKE_TEST_IMAGE = os.environ.get('GPUNODE_MAKE_TEST_IMAGE', '')
 
 
 def run_module(name, args, env=None, check_mode=False):
@@ -198,21 +200,24 @@ class FactsTest(HostTreeCase):
                         r['msg'])
 
 
-class BundleTest(HostTreeCase):
-    def setUp(self):
-        super(BundleTest, self).setUp()
-        self.key = os.path.join(self.tmp, 'site')
-        subprocess.run([GPUNODE, 'bundle', 'keygen', '--out', self.key],
-                       check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        self.bundle = os.path.join(self.tmp, 'bundle')
-        archive = os.path.join(self.tmp, 'image.tar')
-        with open(archive, 'wb') as f:
-            f.write(b'\0' * 4096)
-        subprocess.run([GPUNODE, 'bundle', 'create', '--out', self.bundle,
-                        '--sign-key', self.key + '.key'],
-                       check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+class BundleTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix='gpunode-collection-')
+        cls.key = os.path.join(cls.tmp, 'site')
+        quiet = dict(check=True, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+        subprocess.run([GPUNODE, 'bundle', 'keygen', '--out', cls.key], **quiet)
+        archive = os.path.join(cls.tmp, 'image.tar')
+        subprocess.run([MAKE_TEST_IMAGE, archive], **quiet)
+        cls.bundle = os.path.join(cls.tmp, 'bundle')
+        subprocess.run([GPUNODE, 'bundle', 'create', '--out', cls.bundle,
+                        '--image-archive', archive,
+                        '--sign-key', cls.key + '.key'], **quiet)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
 
     def test_a_signed_bundle_verifies(self):
         rc, r = run_module('gpunode_bundle', {
@@ -224,16 +229,23 @@ class BundleTest(HostTreeCase):
         self.assertGreater(r['bundle']['files'], 3)
 
     def test_a_tampered_file_fails_with_its_name_and_the_bundle_is_untouched(self):
-        with open(os.path.join(self.bundle, 'install.sh'), 'a') as f:
-            f.write('# tampered\n')
-        before = snapshot(self.bundle)
-        rc, r = run_module('gpunode_bundle', {
-            'binary': GPUNODE, 'bundle': self.bundle,
-            'trust_keys': [self.key + '.pub']})
+        script = os.path.join(self.bundle, 'install.sh')
+        with open(script, 'rb') as f:
+            original = f.read()
+        with open(script, 'ab') as f:
+            f.write(b'# tampered\n')
+        try:
+            before = snapshot(self.bundle)
+            rc, r = run_module('gpunode_bundle', {
+                'binary': GPUNODE, 'bundle': self.bundle,
+                'trust_keys': [self.key + '.pub']})
+            self.assertEqual(snapshot(self.bundle), before)
+        finally:
+            with open(script, 'wb') as f:
+                f.write(original)
         self.assertEqual(rc, 1)
         self.assertEqual(r['rc'], 4)
         self.assertIn('install.sh', r['msg'])
-        self.assertEqual(snapshot(self.bundle), before)
 
     def test_an_untrusted_signer_fails(self):
         other = os.path.join(self.tmp, 'other')
