@@ -26,6 +26,14 @@ cp -r "$collection" "$copy"
 git -C "$copy" init -q && git -C "$copy" add -A
 git -C "$copy" -c user.email=t@t -c user.name=t commit -qm copy
 
+echo "== galaxy.yml's version is gpunode's"
+cmake_version=$(sed -nE 's/^project\(gpunode VERSION ([0-9.]+).*/\1/p' "$repo/CMakeLists.txt")
+galaxy_version=$(sed -nE 's/^version: *([0-9.]+)$/\1/p' "$collection/galaxy.yml")
+if [ -z "$cmake_version" ] || [ "$cmake_version" != "$galaxy_version" ]; then
+  echo "lint: galaxy.yml says version '$galaxy_version', CMakeLists.txt's project() '$cmake_version'"
+  exit 1
+fi
+
 cd "$copy"
 echo "== ansible-lint (production profile)"
 ANSIBLE_COLLECTIONS_PATH=$work ansible-lint --nocolor
