@@ -55,4 +55,10 @@ build/test/sim_cluster --dir "$demo/cluster" --node server:server:0:cpu-server \
   --node gpu-a:agent:1 --node gpu-b:agent:2 --node cpu-1:agent:0:cpu-agent -- \
   bash scripts/demo-cluster.sh "$demo/cluster"
 
+# Part four: the same kind of cluster rolled out by Ansible.
+build/test/sim_cluster --dir "$demo/fleet" --node server:server:0:cpu-server \
+  --node gpu-a:agent:1 --node gpu-b:agent:2 --node gpu-c:agent:1 \
+  --node gpu-d:agent:2:agent-no-handler --node cpu-1:agent:0:cpu-agent -- \
+  /usr/bin/python3 scripts/demo-fleet.py "$demo/fleet"
+
 say "Done. The simulated nodes are under build/demo/; try: build/gpunode --help"
