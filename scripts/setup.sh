@@ -12,7 +12,9 @@ build_packages=(g++ cmake ninja-build pkg-config
   containerd
   docker-registry skopeo  # a real loopback registry for the pull tests
   python3-yaml openssl  # the simulated k3s node (test/sim/k3s_sim.py)
-  debootstrap)  # the bullseye chroot of the packaging tests (label package)
+  debootstrap  # the bullseye chroot of the packaging tests (label package)
+  ansible-core ansible-lint  # the collection's tests (test/ansible) and its lint
+  openssh-server)  # the test's own key-only sshd, for the node reached over SSH
 
 # Real kubectl drives the simulated node in the tests. This machine image
 # ships a current one; elsewhere Debian's own (kubernetes-client) stands in.
