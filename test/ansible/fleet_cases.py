@@ -100,11 +100,10 @@ def converge(checks, b):
             checks.check(f"check mode: {name} reports it would change",
                          results.get(name, {}).get("changed") is True,
                          str(results.get(name))[:1000])
-        expect_unlabelled = {n: [] for n in ("gpu-a", "gpu-b", "cpu-1")}
+        after = fc.cluster_objects()["labels"]
         checks.check("check mode: no node labelled",
-                     {n: v for n, v in before["labels"].items()
-                      if n in expect_unlabelled} == expect_unlabelled,
-                     str(before["labels"]))
+                     all(after.get(n) == [] for n in ("gpu-a", "gpu-b", "cpu-1")),
+                     str(after))
 
         rc, out, err, raw = bed.playbook(inventory, b.work)
         checks.check("first run: playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
@@ -216,8 +215,9 @@ def killed(checks, b):
                           "gpunode_max_fail_percentage": 100})
         sshd.stop()
         rc, out, err, raw = bed.playbook(inventory(True, sshd), b.work)
-        checks.check("killed run: playbook rc is 4 or 2", rc in (2, 4),
-                     f"rc {rc}")
+        # 4, not 2: an unreachable host outranks a failed one
+        # (ansible/plugins/strategy/__init__.py, StrategyBase.run).
+        checks.check("killed run: playbook rc 4", rc == 4, f"rc {rc}")
         st = fc.stats(out)
         checks.check("gpu-s unreachable",
                      st.get("gpu-s", {}).get("unreachable", 0) > 0,
