@@ -135,6 +135,7 @@ int run_verify(const VerifyFlags& f, const std::set<std::string>& given,
                               " images, " + signer + ", " + rate;
   if (f.json) {
     io.out << nlohmann::json{{"event", "result"},
+                             {"schema", kJsonSchemaVersion},
                              {"command", "bundle verify"},
                              {"exit_code", 0},
                              {"status", "ok"},

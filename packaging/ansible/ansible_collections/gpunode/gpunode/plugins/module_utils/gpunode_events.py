@@ -1,0 +1,304 @@
+# -*- coding: utf-8 -*-
+# Reads what `gpunode ... --json` prints (docs/json-events.md in the gpunode
+# source: one JSON object per line, the last one the `result` event) and
+# maps it onto Ansible's contract: changed, failed with the layer, the
+# message and the fix, facts, and a diff. Pure functions over the parsed
+# events, so the modules only run the binary and hand over its output.
+# Python standard library only (Ansible's module rules).
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+# The event schema this collection reads; gpunode raises it when a field
+# changes meaning (docs/json-events.md, "Versioning"). A newer gpunode with
+# a higher number is refused rather than misread.
+SCHEMA_VERSION = 1
+
+# README, "Exit codes"; the result event's `status` says the same in words.
+EXIT_WORDS = {
+    0: 'done',
+    1: 'blocked',
+    2: 'invalid input',
+    3: 'timed out',
+    4: 'bundle integrity or signature failure',
+    5: 'cannot run',
+}
+
+# Stage statuses that mean install wrote something, or would.
+_WROTE = ('applied',)
+_WOULD_WRITE = ('would-apply', 'needed')
+
+
+def safe_text(value):
+    """Untrusted text (a node's file contents, an API server's message) with
+    control characters written as escapes, so it cannot drive the terminal
+    Ansible prints to (gpunode's --json carries text as found)."""
+    if value is None:
+        return ''
+    text = value if isinstance(value, str) else str(value)
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if code < 0x20 or code == 0x7f or 0x80 <= code <= 0x9f:
+            out.append('\\x%02x' % code if code < 0x100 else '\\u%04x' % code)
+        else:
+            out.append(ch)
+    return ''.join(out)
+
+
+class EventError(Exception):
+    """gpunode's output cannot be trusted: no result, or another schema."""
+
+
+def parse_events(stdout):
+    """The JSON events gpunode printed, in order. A line that is not a JSON
+    object is not gpunode's (a wrapper's noise) and is left out."""
+    events = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line.startswith('{'):
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and 'event' in event:
+            events.append(event)
+    return events
+
+
+def result_event(events, rc):
+    """The last `result` event, once its schema is the one read here."""
+    results = [e for e in events if e.get('event') == 'result']
+    if not results:
+        raise EventError(
+            'gpunode exited %s (%s) without its JSON result line'
+            % (rc, EXIT_WORDS.get(rc, 'killed' if rc < 0 or rc > 128 else
+                                  'unknown exit code')))
+    result = results[-1]
+    schema = result.get('schema')
+    if schema != SCHEMA_VERSION:
+        raise EventError(
+            'gpunode speaks JSON event schema %s; this collection reads %s: '
+            'use the collection that came with this gpunode (the same bundle '
+            'or .deb)' % (safe_text(schema), SCHEMA_VERSION))
+    return result
+
+
+def stage_events(events):
+    """stage name -> its last `stage` event."""
+    stages = {}
+    for e in events:
+        if e.get('event') == 'stage' and 'stage' in e:
+            stages[e['stage']] = e
+    return stages
+
+
+def wrote_something(events, result):
+    """install and uninstall: something on the node or in the cluster was
+    written. An `apply` event counts even when the write then failed or the
+    process died: what was half-written is a change Ansible must report."""
+    if result.get('command') == 'uninstall':
+        return any(s.get('status') == 'removed'
+                   for s in result.get('stages', []))
+    if any(e.get('event') == 'apply' for e in events):
+        return True
+    return any(e.get('status') in _WROTE for e in stage_events(events).values())
+
+
+def would_write(events):
+    """plan: install would change something."""
+    return any(e.get('status') in _WOULD_WRITE
+               for e in stage_events(events).values())
+
+
+def failure(events, result):
+    """The diagnosis of a run that did not end done: the failed apply or
+    outside error first (it is why the run stopped), else the lowest blocked
+    stage (gpunode checks bottom-up, so the first one printed), else the
+    result's own summary. None when the run was done."""
+    if result.get('exit_code') == 0:
+        return None
+    for e in events:
+        if e.get('event') == 'error':
+            return {
+                'stage': e.get('layer'),
+                'layer': e.get('layer'),
+                'code': None,
+                'message': safe_text(e.get('message')),
+                'fix': safe_text(e.get('fix')) or None,
+            }
+    for e in events:
+        if e.get('event') == 'stage' and e.get('status') == 'blocked':
+            return {
+                'stage': e.get('stage'),
+                'layer': safe_text(e.get('layer')),
+                'code': e.get('code'),
+                'message': safe_text(e.get('summary')),
+                'fix': safe_text(e.get('fix')) or None,
+            }
+    return {
+        'stage': None,
+        'layer': None,
+        'code': None,
+        'message': safe_text(result.get('summary')),
+        'fix': None,
+    }
+
+
+def failure_message(command, result, what):
+    """One line for Ansible's `msg`: the command, the layer, what is wrong
+    and the fix, as gpunode's own [ERROR layer] line says them."""
+    where = what.get('stage') or 'gpunode'
+    line = 'gpunode %s: %s at %s' % (
+        command, result.get('status') or EXIT_WORDS.get(
+            result.get('exit_code'), 'failed'), where)
+    if what.get('layer') and what.get('layer') != where:
+        line += ' (%s)' % what['layer']
+    line += ': %s' % what.get('message')
+    if what.get('fix'):
+        line += ' Fix: %s' % what['fix']
+    return line
+
+
+def summary(result, events):
+    """What the module returns as `gpunode`: the run in brief, every field
+    safe to print."""
+    stages = stage_events(events)
+    out = {
+        'command': result.get('command'),
+        'exit_code': result.get('exit_code'),
+        'status': result.get('status'),
+        'summary': safe_text(result.get('summary')),
+        'scope': result.get('scope'),
+        'role': result.get('role'),
+        'stages': [],
+        'failure': failure(events, result),
+        'warnings': [],
+    }
+    for s in result.get('stages', []):
+        name = s.get('stage')
+        e = stages.get(name, {})
+        out['stages'].append({
+            'stage': name,
+            'status': s.get('status'),
+            'code': e.get('code'),
+            'summary': safe_text(e.get('summary')),
+            'fix': safe_text(e.get('fix')) or None,
+        })
+    for e in events:
+        if e.get('event') == 'warning':
+            out['warnings'].append('%s: %s' % (safe_text(e.get('layer')),
+                                               safe_text(e.get('message'))))
+        elif e.get('event') == 'stage':
+            for w in e.get('warnings', []) or []:
+                out['warnings'].append('%s: %s' % (e.get('stage'),
+                                                   safe_text(w)))
+    return out
+
+
+def facts(events, result):
+    """ansible_facts.gpunode from any run's stage events (status gives them
+    all): the GPUs, the driver, the slots this node advertises, and every
+    GPU node's when the run had the cluster part."""
+    stages = stage_events(events)
+
+    def stage_facts(name):
+        return (stages.get(name) or {}).get('facts') or {}
+
+    driver = stage_facts('driver')
+    allocatable = stage_facts('allocatable')
+    plugin = stage_facts('plugin')
+    image = (stage_facts('image').get('image') or {})
+    nodes = []
+    this_node = None
+    for n in allocatable.get('nodes', []) or []:
+        entry = {
+            'node': safe_text(n.get('node')),
+            'gpus': n.get('gpus'),
+            'resource': n.get('resource'),
+            'expected': n.get('expected'),
+            'advertised': n.get('advertised'),
+            'ok': bool(n.get('ok')),
+        }
+        if n.get('cause'):
+            entry['cause'] = {k: safe_text(v) for k, v in n['cause'].items()}
+        nodes.append(entry)
+        if n.get('this_node'):
+            this_node = entry
+    settings = plugin.get('cluster_plugin') or plugin.get('plugin') or {}
+    return {
+        'schema': result.get('schema'),
+        'healthy': result.get('exit_code') == 0,
+        'scope': result.get('scope'),
+        'role': result.get('role'),
+        'node': safe_text(stage_facts('preflight').get('node')) or None,
+        'driver_version': driver.get('driver_version'),
+        'gpu_count': driver.get('gpu_count'),
+        'gpus': [{
+            'index': g.get('index'),
+            'name': safe_text(g.get('name')),
+            'uuid': safe_text(g.get('uuid')),
+            'memory_mib': g.get('memory_mib'),
+            'mig_mode': g.get('mig_mode'),
+        } for g in driver.get('gpus', []) or []],
+        'image': {
+            'ref': image.get('ref'),
+            'digest': image.get('digest'),
+            'pinned': image.get('pinned'),
+        },
+        'plugin': {
+            'variant': settings.get('variant'),
+            'replicas': settings.get('replicas'),
+            'resource': settings.get('resource'),
+        },
+        'slots': this_node,
+        'nodes': nodes,
+        'stages': {s.get('stage'): s.get('status')
+                   for s in result.get('stages', [])},
+    }
+
+
+def _slots_line(slots):
+    if not slots or slots.get('resource') is None:
+        return 'no nvidia.com resource'
+    return '%s %s' % (slots.get('resource'), slots.get('count'))
+
+
+def plan_diff(events):
+    """Ansible's diff of a plan: one entry a stage that would change, the
+    state now before, what install does after. The plugin stage shows each
+    GPU node's slots now and after (its facts' `nodes`)."""
+    diffs = []
+    for name, e in stage_events(events).items():
+        if e.get('status') not in _WOULD_WRITE:
+            continue
+        before = [safe_text(e.get('summary'))]
+        after = [safe_text(e.get('action') or e.get('summary'))]
+        f = e.get('facts') or {}
+        objects = f.get('objects') or {}
+        for verb in ('create', 'update', 'delete'):
+            for obj in objects.get(verb, []) or []:
+                after.append('%s %s' % (verb, safe_text(obj)))
+        for n in f.get('nodes', []) or []:
+            if 'now' in n and 'after' in n:
+                before.append('node %s: %s' % (safe_text(n.get('node')),
+                                               _slots_line(n['now'])))
+                after.append('node %s: %s' % (safe_text(n.get('node')),
+                                              _slots_line(n['after'])))
+        for label in f.get('labels', []) or []:
+            line = '%s=%s' % (safe_text(label.get('name')),
+                              safe_text(label.get('value')))
+            if label.get('set'):
+                before.append(line)
+            after.append(line)
+        diffs.append({
+            'before_header': '%s (%s): now' % (name, safe_text(e.get('layer'))),
+            'after_header': '%s: after install' % name,
+            'before': '\n'.join(before) + '\n',
+            'after': '\n'.join(after) + '\n',
+        })
+    return diffs
