@@ -3,7 +3,7 @@
 sim_cluster (test/tools/sim_cluster.cpp) writes DIR/NODE.env per simulated
 node; this module turns those into an inventory, starts a real key-only sshd
 for the node reached over SSH, makes a signed bundle and runs Debian's
-ansible-playbook with the builtin json callback, returning its parsed output.
+ansible-playbook with a json stdout callback, returning its parsed output.
 """
 
 import json
@@ -187,7 +187,12 @@ class Bed:
 
     def make_bundle(self, out):
         """A bundle signed with a fresh key; returns (bundle dir, pub key)."""
-        gpunode = str(BUILD / "gpunode")
+        # The bundle carries the binary that made it. The build's has debug
+        # info (RelWithDebInfo, ~95 MB; a release's is ~3 MB): copying that
+        # to every node would time the copy module, not the rollout.
+        gpunode = str(self.work / "gpunode-stripped")
+        subprocess.run(["objcopy", "--strip-debug", str(BUILD / "gpunode"),
+                        gpunode], check=True)
         key = self.work / "publisher"
         subprocess.run([gpunode, "bundle", "keygen", "--out", str(key)],
                        check=True, capture_output=True)
@@ -256,9 +261,13 @@ def ansible_env(work):
 def run_ansible(argv, work, timeout=240):
     """Runs ansible or ansible-playbook ARGV; returns (rc, parsed json
     callback output or None, stderr text)."""
+    start = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True,
                           env=ansible_env(work), timeout=timeout,
                           stdin=subprocess.DEVNULL)
+    print(f"  ({' '.join(argv[:2])} {' '.join(argv[5:])}: exit "
+          f"{done.returncode}, {time.monotonic() - start:.1f} s)", flush=True)
+    (pathlib.Path(work) / "last-run.json").write_text(done.stdout)
     try:
         parsed = json.loads(done.stdout)
     except ValueError:

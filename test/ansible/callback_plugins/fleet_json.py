@@ -9,6 +9,7 @@ unreachable, rescued, skipped, ignored}}}.
 """
 
 import json
+import time
 
 from ansible.module_utils.common.json import AnsibleJSONEncoder
 from ansible.plugins.callback import CallbackBase
@@ -37,7 +38,8 @@ class CallbackModule(CallbackBase):
         if not self.plays:  # ad-hoc runs start no play of their own name
             self.plays.append({"play": {"name": ""}, "tasks": []})
         self.plays[-1]["tasks"].append(
-            {"task": {"name": task.get_name()}, "hosts": {}})
+            {"task": {"name": task.get_name(), "start": time.time()},
+             "hosts": {}})
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         self._task_start(task)
@@ -50,6 +52,9 @@ class CallbackModule(CallbackBase):
             self._task_start(result._task)
         body = dict(result._result)
         body.update(flags)
+        # Seconds since the task started, for finding where a run's time goes.
+        body["_fleet_seconds"] = round(
+            time.time() - self.plays[-1]["tasks"][-1]["task"]["start"], 3)
         self.plays[-1]["tasks"][-1]["hosts"][result._host.get_name()] = body
 
     def v2_runner_on_ok(self, result):
