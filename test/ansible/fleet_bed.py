@@ -267,7 +267,9 @@ def run_ansible(argv, work, timeout=240):
                           stdin=subprocess.DEVNULL)
     print(f"  ({' '.join(argv[:2])} {' '.join(argv[5:])}: exit "
           f"{done.returncode}, {time.monotonic() - start:.1f} s)", flush=True)
-    (pathlib.Path(work) / "last-run.json").write_text(done.stdout)
+    # Each run's output stays in the work dir, numbered, for a post-mortem.
+    runs = sorted(pathlib.Path(work).glob("run-*.json"))
+    (pathlib.Path(work) / f"run-{len(runs) + 1:02}.json").write_text(done.stdout)
     try:
         parsed = json.loads(done.stdout)
     except ValueError:
