@@ -42,6 +42,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kLayer = "bundle";
+// Where the Ansible collection goes: ANSIBLE_COLLECTIONS_PATH on the
+// controller (README, "Portable binary and packages").
+constexpr const char* kCollectionsDir = "ansible/collections";
 constexpr const char* kInstallSh =
     "#!/bin/sh\n"
     "# gpunode offline bundle: installs from this directory; safe to rerun.\n"
@@ -154,10 +157,12 @@ Result<FileEntry> write_text_file(const std::string& root,
 }
 
 // Copies `src` to root/rel byte for byte, streaming, hashing as it goes,
-// so each input is read exactly once.
+// so each input is read exactly once. `open_flags` adds to the source's
+// open(2) flags (O_NOFOLLOW where a link must not be followed).
 Result<FileEntry> copy_file(const std::string& src, const std::string& root,
-                            const std::string& rel, mode_t mode) {
-  UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
+                            const std::string& rel, mode_t mode,
+                            int open_flags = 0) {
+  UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC | open_flags));
   if (!in) return io_error("cannot read " + src, errno);
   // Tell the kernel the read is sequential: multi-GB archives stream better.
   ::posix_fadvise(in.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -199,6 +204,26 @@ Result<void> make_dir(const std::string& path) {
   // Exactly 0755 whatever the umask.
   if (::chmod(path.c_str(), 0755) != 0) {
     return io_error("cannot set the mode of " + path, errno);
+  }
+  return {};
+}
+
+// A file of the portable tree's collection, checked before anything is
+// written: a bundle never carries a link (verify refuses one), so a link in
+// the tree is named here instead of being followed or copied.
+Result<void> check_tree_file(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    return io_error("cannot read " + path, errno);
+  }
+  if (S_ISLNK(st.st_mode)) {
+    return bad_input(path + " is a symbolic link; a bundle carries no links",
+                     "replace it with a copy of the file it points to");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return bad_input(path +
+                     " is not a regular file; a bundle carries only "
+                     "regular files and directories");
   }
   return {};
 }
@@ -425,6 +450,11 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
   if (options.self_binary.empty()) {
     return bad_input("bundle create: the gpunode binary to copy is not known");
   }
+  for (const auto& rel : options.collection_files) {
+    if (auto r = check_tree_file(options.collections_root + "/" + rel); !r) {
+      return r.error();
+    }
+  }
 
   // Verify every archive before writing anything: a refused input leaves
   // no trace.
@@ -500,8 +530,21 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
   if (::chmod(root.c_str(), 0755) != 0) {
     return io_error("cannot set the mode of " + root, errno);
   }
-  for (const char* d : {"bin", "images", "manifests"}) {
-    if (auto r = make_dir(root + "/" + d); !r) return r.error();
+  // Every directory made below root, parents first; their times are fixed
+  // once everything is written.
+  std::vector<std::string> dirs;
+  auto make_parents = [&](const std::string& rel) -> Result<void> {
+    for (std::size_t slash = rel.find('/'); slash != std::string::npos;
+         slash = rel.find('/', slash + 1)) {
+      const std::string d = rel.substr(0, slash);
+      if (std::find(dirs.begin(), dirs.end(), d) != dirs.end()) continue;
+      if (auto r = make_dir(root + "/" + d); !r) return r;
+      dirs.push_back(d);
+    }
+    return {};
+  };
+  for (const char* d : {"bin/", "images/", "manifests/"}) {
+    if (auto r = make_parents(d); !r) return r.error();
   }
 
   auto add = [&](Result<FileEntry> entry) -> Result<void> {
@@ -513,15 +556,20 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
       !r) {
     return r.error();
   }
-  if (!options.runtime_files.empty()) {
-    for (const char* d : {"lib", "lib/gpunode"}) {
-      if (auto r = make_dir(root + "/" + d); !r) return r.error();
-    }
-    for (const auto& src : options.runtime_files) {
-      const mode_t mode = ::access(src.c_str(), X_OK) == 0 ? 0755 : 0644;
-      const std::string rel =
-          "lib/gpunode/" + fs::path(src).filename().string();
-      if (auto r = add(copy_file(src, root, rel, mode)); !r) return r.error();
+  for (const auto& src : options.runtime_files) {
+    const mode_t mode = ::access(src.c_str(), X_OK) == 0 ? 0755 : 0644;
+    const std::string rel = "lib/gpunode/" + fs::path(src).filename().string();
+    if (auto r = make_parents(rel); !r) return r.error();
+    if (auto r = add(copy_file(src, root, rel, mode)); !r) return r.error();
+  }
+  for (const auto& file : options.collection_files) {
+    const std::string src = options.collections_root + "/" + file;
+    const mode_t mode = ::access(src.c_str(), X_OK) == 0 ? 0755 : 0644;
+    const std::string rel = std::string(kCollectionsDir) + "/" + file;
+    if (auto r = make_parents(rel); !r) return r.error();
+    // O_NOFOLLOW: a link swapped in since the check is refused, not copied.
+    if (auto r = add(copy_file(src, root, rel, mode, O_NOFOLLOW)); !r) {
+      return r.error();
     }
   }
   for (auto& [source, image] : to_copy) {
@@ -597,12 +645,12 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
   for (const auto& f : files) {
     if (auto r = set_mtime(root + "/" + f, created_t); !r) return r.error();
   }
-  for (const char* d :
-       {"/bin", "/lib/gpunode", "/lib", "/images", "/manifests", ""}) {
-    if (options.runtime_files.empty() && std::string(d).rfind("/lib", 0) == 0)
-      continue;
-    if (auto r = fsync_path(root + d); !r) return r.error();
-    if (auto r = set_mtime(root + d, created_t); !r) return r.error();
+  // Children before parents, the bundle's root last.
+  dirs.insert(dirs.begin(), "");
+  for (auto d = dirs.rbegin(); d != dirs.rend(); ++d) {
+    const std::string path = d->empty() ? root : root + "/" + *d;
+    if (auto r = fsync_path(path); !r) return r.error();
+    if (auto r = set_mtime(path, created_t); !r) return r.error();
   }
 
   // rename(2) replaces an empty directory atomically; anything else there

@@ -190,20 +190,33 @@ void Reporter::error(const Error& e) {
     err_ << "  " << paint(kYellow, "fix: ") << terminal_safe(e.fix) << '\n';
 }
 
+json Reporter::result_event(std::string_view command, ExitCode code,
+                            const std::string& summary,
+                            const std::vector<StageOutcome>& outcomes) {
+  json stages = json::array();
+  for (const auto& o : outcomes)
+    stages.push_back(json{{"stage", o.stage}, {"status", o.status}});
+  return json{{"event", "result"},
+              {"schema", kJsonSchemaVersion},
+              {"command", std::string(command)},
+              {"exit_code", static_cast<int>(code)},
+              {"status", exit_status_word(code)},
+              {"summary", summary},
+              {"stages", stages}};
+}
+
+void Reporter::refused(std::string_view command, const Error& e,
+                       ExitCode code) {
+  error(e);
+  emit_json(result_event(command, code, e.message, {})
+                .dump(-1, ' ', false, kBadUtf8));
+}
+
 void Reporter::result(std::string_view command, ExitCode code,
                       const std::string& summary,
                       const std::vector<StageOutcome>& outcomes,
                       const json& extra) {
-  json stages = json::array();
-  for (const auto& o : outcomes)
-    stages.push_back(json{{"stage", o.stage}, {"status", o.status}});
-  json event{{"event", "result"},
-             {"schema", kJsonSchemaVersion},
-             {"command", std::string(command)},
-             {"exit_code", static_cast<int>(code)},
-             {"status", exit_status_word(code)},
-             {"summary", summary},
-             {"stages", stages}};
+  json event = result_event(command, code, summary, outcomes);
   for (const auto& [key, value] : extra.items()) event[key] = value;
   emit_json(event.dump(-1, ' ', false, kBadUtf8));
   err_ << paint(code == ExitCode::kOk ? kGreen : kRed,

@@ -20,12 +20,11 @@
 #include "run/host_role.hpp"
 
 namespace gpunode {
-namespace {
 
-std::string command_name(RunMode mode, const Options& opts) {
+std::string command_name(RunMode mode, bool dry_run) {
   switch (mode) {
     case RunMode::kInstall:
-      return opts.dry_run ? "install --dry-run" : "install";
+      return dry_run ? "install --dry-run" : "install";
     case RunMode::kPlan:
       return "plan";
     case RunMode::kStatus:
@@ -33,6 +32,8 @@ std::string command_name(RunMode mode, const Options& opts) {
   }
   return "install";
 }
+
+namespace {
 
 // When several things fail, report the most specific class: a usage or
 // integrity problem says more than "blocked".
@@ -93,7 +94,7 @@ class Run {
         mode_(mode),
         report_(report),
         mutating_(mode == RunMode::kInstall && !opts.dry_run),
-        command_(command_name(mode, opts)),
+        command_(command_name(mode, opts.dry_run)),
         // Only install writes to the cluster: every other command's writes
         // (plan's dry run) go out with dryRun=All.
         ctx_(host, opts, host.clock().steady_now() + opts.timeout, {},

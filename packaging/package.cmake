@@ -2,14 +2,26 @@
 # the binary from its own command line definition), and the .deb (cpack).
 set(GPUNODE_PORTABLE ${CMAKE_BINARY_DIR}/portable/gpunode)
 set(GPUNODE_DOCS ${CMAKE_BINARY_DIR}/docs)
+# The Ansible collection build-portable.sh copies into the tree: an edit (or
+# a new file, through CONFIGURE_DEPENDS) re-runs it, and so does a removed
+# file (the directories are listed too: removing changes their mtime).
+# __pycache__ is what an ansible run leaves there; build-portable.sh does not
+# copy it either.
+file(GLOB_RECURSE GPUNODE_COLLECTION_FILES CONFIGURE_DEPENDS LIST_DIRECTORIES
+     true ${CMAKE_SOURCE_DIR}/packaging/ansible/*)
+list(FILTER GPUNODE_COLLECTION_FILES EXCLUDE REGEX "/__pycache__(/|$)")
+set(GPUNODE_COLLECTION
+    ${GPUNODE_PORTABLE}/share/ansible/collections/ansible_collections/gpunode/gpunode)
 
 add_custom_command(
   OUTPUT ${GPUNODE_PORTABLE}/bin/gpunode ${GPUNODE_PORTABLE}/lib/gpunode/gpunode
+         ${GPUNODE_COLLECTION}/galaxy.yml
   COMMAND ${CMAKE_SOURCE_DIR}/packaging/build-portable.sh $<TARGET_FILE:gpunode>
           ${GPUNODE_PORTABLE}
   VERBATIM
   DEPENDS gpunode ${CMAKE_SOURCE_DIR}/packaging/build-portable.sh
           ${CMAKE_SOURCE_DIR}/packaging/portable-wrapper.sh
+          ${GPUNODE_COLLECTION_FILES}
   COMMENT "Collecting the portable tree")
 add_custom_command(
   OUTPUT ${GPUNODE_DOCS}/gpunode.1.gz ${GPUNODE_DOCS}/gpunode.bash
@@ -24,9 +36,13 @@ add_custom_target(gpunode_package_files ALL
 
 # The .deb carries the portable tree (/usr/bin/gpunode is the launcher,
 # /usr/lib/gpunode/ the rest), so one package installs on Debian 12, Ubuntu
-# 22.04/24.04 and older, and depends on nothing.
+# 22.04/24.04 and older, and depends on nothing. The collection goes to
+# /usr/share/ansible/collections, the system path in ansible-core's default
+# COLLECTIONS_PATHS, so `ansible-doc gpunode.gpunode.gpunode` finds it.
 install(PROGRAMS ${GPUNODE_PORTABLE}/bin/gpunode DESTINATION bin)
 install(DIRECTORY ${GPUNODE_PORTABLE}/lib/gpunode DESTINATION lib
+        USE_SOURCE_PERMISSIONS)
+install(DIRECTORY ${GPUNODE_PORTABLE}/share/ansible DESTINATION share
         USE_SOURCE_PERMISSIONS)
 install(FILES ${GPUNODE_DOCS}/gpunode.1.gz DESTINATION share/man/man1)
 install(FILES ${GPUNODE_DOCS}/gpunode.bash

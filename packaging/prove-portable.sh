@@ -2,7 +2,8 @@
 # Proves the portable tree runs where the plain build cannot: in a Debian 11
 # (bullseye, glibc 2.31, older than every target's) root file system, via
 # chroot, it runs `version`, `bundle verify` of a signed bundle the tree
-# made itself (so bin/gpunode + lib/gpunode/ on the stick are checked too)
+# made itself (so bin/gpunode + lib/gpunode/ and the Ansible collection on
+# the stick are checked too)
 # and `status --root` of a simulated host tree. It also shows the plain
 # binary failing there (GLIBC_2.3x not found), so the proof can fail.
 #   packaging/prove-portable.sh [BUILD_DIR [SUITE]]   (default build bullseye;
@@ -32,6 +33,13 @@ echo "chroot: $(in_chroot /usr/bin/ldd --version | head -1)"
 "$tree/bin/gpunode" bundle create --out "$root/stick" --image-archive "$work/plugin.tar" \
   --sign-key "$work/publisher.key" 2>&1 | sed 's/^/outside: /'
 [ -f "$root/stick/lib/gpunode/gpunode" ] || fail "the bundle lacks lib/gpunode/ (not the portable tree)"
+# The Ansible collection rides along, where ANSIBLE_COLLECTIONS_PATH=<stick>/ansible/collections
+# finds it, file for file (bundle verify below checks each is listed and hashed).
+collection=ansible_collections/gpunode/gpunode
+[ -f "$root/stick/ansible/collections/$collection/galaxy.yml" ] || fail "the bundle lacks the Ansible collection"
+diff -r "$tree/share/ansible/collections/$collection" "$root/stick/ansible/collections/$collection" >&2 ||
+  fail "the stick's collection differs from the portable tree's"
+echo "stick: ansible/collections/$collection: $(find "$root/stick/ansible/collections" -type f | wc -l) files"
 cp "$work/publisher.pub" "$root/publisher.pub"
 mkdir -p "$root/t/test"
 cp -a "$repo/test/sim" "$repo/test/fixtures" "$root/t/test/"

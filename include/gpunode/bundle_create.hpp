@@ -28,6 +28,13 @@ struct CreateOptions {
   // real binary), are copied to lib/gpunode/ so the stick's bin/gpunode
   // runs on hosts with an older glibc. Empty for a plain build.
   std::vector<std::string> runtime_files;
+  // The portable tree's Ansible collection: each of collection_files (paths
+  // below collections_root) is copied to ansible/collections/<path>, so the
+  // controller uses ANSIBLE_COLLECTIONS_PATH=<stick>/ansible/collections.
+  // A symlink or other non-regular file among them is refused (kUsage)
+  // before anything is written. Empty for a plain build.
+  std::string collections_root;
+  std::vector<std::string> collection_files;
   std::optional<std::string> sign_key_pem;  // --sign-key: Ed25519 private key
   std::string created;  // ISO 8601; "" = SOURCE_DATE_EPOCH or now
   std::string min_driver;

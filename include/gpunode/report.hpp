@@ -39,11 +39,21 @@ class Reporter {
   void warning(std::string_view layer, const std::string& text);
   void info(std::string_view layer, const std::string& text);
   void error(const Error& e);
+  // A command refused before it ran (bad flags, a broken config.toml): the
+  // error and, with --json, the result event every command ends with, so a
+  // reader (the Ansible module) always gets one. People have the error
+  // line already; no summary line is added for them.
+  void refused(std::string_view command, const Error& e, ExitCode code);
   // `extra`: more fields of the result event (plan's "plan").
   void result(std::string_view command, ExitCode code,
               const std::string& summary,
               const std::vector<StageOutcome>& outcomes,
               const nlohmann::json& extra = nlohmann::json::object());
+
+  // The result event's fields (docs/json-events.md), the one builder.
+  static nlohmann::json result_event(std::string_view command, ExitCode code,
+                                     const std::string& summary,
+                                     const std::vector<StageOutcome>& outcomes);
 
   // Show each check's detail lines (status, plan and -v do).
   void set_details(bool on) { details_ = on; }

@@ -14,6 +14,10 @@ namespace gpunode {
 
 enum class RunMode { kInstall, kPlan, kStatus };
 
+// The command's name in the result event: install, install --dry-run,
+// plan, status.
+std::string command_name(RunMode mode, bool dry_run);
+
 ExitCode run_stages(Host& host, const Options& opts, RunMode mode,
                     StageList stages, Reporter& report);
 

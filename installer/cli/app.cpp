@@ -1,8 +1,12 @@
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <string>
+#include <vector>
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "cli/suggest.hpp"
+#include "gpunode/report.hpp"
 #include "gpunode/terminal_text.hpp"
 
 namespace gpunode {
@@ -57,9 +61,22 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     // CLI11 says a mistyped command is "not expected"; name it and the
     // closest known word instead.
     const std::string hint = unknown_word_hint(app, argc, argv);
-    err << "gpunode: "
-        << terminal_safe(hint.empty() ? std::string(e.what()) : hint)
+    const std::string message = hint.empty() ? std::string(e.what()) : hint;
+    err << "gpunode: " << terminal_safe(message)
         << "\nRun 'gpunode --help' for usage.\n";
+    // With --json the last line is the result event even when the flags
+    // did not parse: a reader (the Ansible module) learns why from it.
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    if (std::find(args.begin(), args.end(), "--json") != args.end()) {
+      const auto command = std::find_if(
+          args.begin(), args.end(),
+          [](const std::string& a) { return !a.empty() && a[0] != '-'; });
+      out << Reporter::result_event(
+                 command == args.end() ? std::string() : *command,
+                 ExitCode::kUsage, message, {})
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+          << '\n';
+    }
     return static_cast<int>(ExitCode::kUsage);
   }
   return io.exit_code;

@@ -334,6 +334,8 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     if (!self) return fail(self.error());
     options.self_binary = self->binary;
     options.runtime_files = self->runtime_files;
+    options.collections_root = self->collections_root;
+    options.collection_files = self->collection_files;
     auto result = bundle::create_bundle(options);
     if (!result) return fail(result.error());
     std::uint64_t total = 0;

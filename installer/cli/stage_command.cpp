@@ -6,6 +6,7 @@
 #include "cli/site_config.hpp"
 #include "gpunode/interrupt.hpp"
 #include "gpunode/pipeline.hpp"
+#include "gpunode/runner.hpp"
 #include "gpunode/system_host.hpp"
 
 namespace gpunode {
@@ -14,15 +15,16 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
                       CommandIo& io) {
   Reporter report(io.out, io.err, flags.json,
                   Reporter::want_color(!flags.no_color, STDERR_FILENO));
+  const std::string command = command_name(mode, flags.dry_run);
   auto settings =
       resolve_site_settings(flags, given_setting_flags(cmd), process_env());
   if (!settings) {
-    report.error(settings.error());
+    report.refused(command, settings.error(), ExitCode::kUsage);
     return static_cast<int>(ExitCode::kUsage);
   }
   auto options = validate_flags(flags);
   if (!options) {
-    report.error(options.error());
+    report.refused(command, options.error(), ExitCode::kUsage);
     return static_cast<int>(ExitCode::kUsage);
   }
   options->trust_keys_origin = trust_keys_origin(*settings);
@@ -52,7 +54,7 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
     skip.push_back(std::move(name));
   auto stages = select_stages(make_pipeline(), options->only, skip);
   if (!stages) {
-    report.error(stages.error());
+    report.refused(command, stages.error(), ExitCode::kUsage);
     return static_cast<int>(ExitCode::kUsage);
   }
   report.set_details(mode != RunMode::kInstall || options->dry_run ||

@@ -28,13 +28,13 @@ void register_uninstall(CLI::App& app, CommandIo& io) {
     auto settings =
         resolve_site_settings(*flags, given_setting_flags(*cmd), process_env());
     if (!settings) {
-      report.error(settings.error());
+      report.refused("uninstall", settings.error(), ExitCode::kUsage);
       io.exit_code = static_cast<int>(ExitCode::kUsage);
       return;
     }
     auto options = validate_flags(*flags);
     if (!options) {
-      report.error(options.error());
+      report.refused("uninstall", options.error(), ExitCode::kUsage);
       io.exit_code = static_cast<int>(ExitCode::kUsage);
       return;
     }

@@ -1,5 +1,9 @@
 // Drives the real gpunode binary: flags, exit codes, output formats.
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -21,4 +25,48 @@ TEST_CASE("help answers with exit 0 and lists the exit codes", "[cli]") {
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("Exit codes"));
   CHECK_THAT(r.out, Catch::Contains("install"));
+}
+
+// docs/json-events.md: the last line of every command is the result event.
+// A reader (the Ansible module) must learn from it why a command was
+// refused before it ran, and that it ran nothing.
+TEST_CASE("with --json a refused command still ends with its result event",
+          "[cli]") {
+  TempDir root;
+  struct Refusal {
+    std::vector<std::string> args;
+    std::string command;
+    std::string fragment;
+  };
+  const std::vector<Refusal> cases = {
+      {{"install", "--replicas", "3"}, "install", "--replicas: applies only"},
+      {{"install", "--dry-run", "--timeout", "0"},
+       "install --dry-run",
+       "--timeout"},
+      {{"plan", "--scope", "x"}, "plan", "--scope: 'x' is not one of"},
+      {{"status", "--only", "gpus"}, "status", "--only: unknown stage 'gpus'"},
+      {{"uninstall", "--timeout", "zz"}, "uninstall", "--timeout"},
+      {{"install", "--frobnicate"}, "install", "--frobnicate"},
+  };
+  for (const Refusal& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.insert(args.begin() + 1, {"--json", "--root", root.path()});
+    INFO(c.command << " " << c.fragment);
+    Run r = run_gpunode(args);
+    CHECK(r.exit_code == 2);
+    const std::string last =
+        r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
+    const auto result = nlohmann::json::parse(last, nullptr, false);
+    REQUIRE(result.is_object());
+    CHECK(result["event"] == "result");
+    CHECK(result["schema"] == 1);
+    CHECK(result["command"] == c.command);
+    CHECK(result["exit_code"] == 2);
+    CHECK(result["status"] == "invalid-input");
+    CHECK(result["stages"] == nlohmann::json::array());
+    CHECK_THAT(result["summary"].get<std::string>(),
+               Catch::Contains(c.fragment));
+  }
+  // Nothing was written under the root: no journal, no lock.
+  CHECK(std::filesystem::is_empty(root.path()));
 }

@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# plugins/filter/fleet_summary.py: each node's outcome from what the
+# rollout's plays registered, including hosts that failed, became
+# unreachable, or were never reached.
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import unittest
+
+from ansible_collections.gpunode.gpunode.plugins.filter.fleet_summary import fleet_summary
+
+GROUPS = {'gpunode_servers': ['server'],
+          'gpunode_gpu_nodes': ['gpu-a', 'gpu-b', 'gpu-c', 'gpu-d', 'gpu-e']}
+
+
+def node_result(changed=False, failed=False, **extra):
+    r = {'changed': changed, 'failed': failed}
+    r.update(extra)
+    return r
+
+
+def by_node(rows):
+    return dict((r['node'], r) for r in rows)
+
+
+class FleetSummaryTest(unittest.TestCase):
+    def hostvars(self):
+        check_nodes = [
+            {'node': 'gpu-a', 'ok': True},
+            {'node': 'gpu-e', 'ok': False, 'advertised': 0, 'expected': 2,
+             'resource': 'nvidia.com/gpu',
+             'cause': {'layer': 'plugin', 'message': 'no pod',
+                       'fix': 'on node gpu-e: gpunode install'}},
+        ]
+        return {
+            'server': {
+                'gpunode_bundle_check': {'changed': False, 'skipped': True},
+                'gpunode_cluster': node_result(changed=True),
+                'gpunode_check': {'changed': False, 'ansible_facts': {
+                    'gpunode': {'nodes': check_nodes}}},
+            },
+            'gpu-a': {'gpunode_node': node_result(changed=True),
+                      'ansible_facts': {'gpunode': {'node': 'gpu-a'}}},
+            'gpu-b': {'gpunode_node': node_result(
+                failed=True, msg='gpunode install: blocked at handler',
+                gpunode={'failure': {
+                    'stage': 'handler', 'layer': 'containerd runtime handler',
+                    'message': 'containerd has no runtime nvidia',
+                    'fix': 'sudo systemctl restart k3s-agent'}})},
+            'gpu-c': {'gpunode_bundle_check': {
+                'unreachable': True, 'msg': 'Failed to connect to the host'}},
+            'gpu-d': {},
+            'gpu-e': {'gpunode_node': node_result(),
+                      'ansible_facts': {'gpunode': {'node': 'gpu-e'}}},
+        }
+
+    def test_each_outcome_and_why(self):
+        rows = fleet_summary(self.hostvars(), GROUPS)
+        self.assertEqual([r['node'] for r in rows],
+                         ['server', 'gpu-a', 'gpu-b', 'gpu-c', 'gpu-d', 'gpu-e'])
+        rows = by_node(rows)
+        self.assertEqual(rows['server']['outcome'], 'changed')
+        self.assertEqual(rows['server']['part'], 'cluster part')
+        self.assertEqual(rows['gpu-a']['outcome'], 'changed')
+        self.assertEqual(rows['gpu-b']['outcome'], 'failed')
+        self.assertEqual(rows['gpu-b']['stage'], 'handler')
+        self.assertEqual(rows['gpu-b']['line'],
+                         'gpu-b (node part): failed at handler (containerd '
+                         'runtime handler): containerd has no runtime nvidia '
+                         'Fix: sudo systemctl restart k3s-agent')
+        self.assertEqual(rows['gpu-c']['outcome'], 'unreachable')
+        self.assertEqual(rows['gpu-c']['message'],
+                         'Failed to connect to the host')
+        self.assertEqual(rows['gpu-d']['outcome'], 'not run')
+
+    def test_a_node_short_in_the_fleet_check_is_failed_with_its_cause(self):
+        row = by_node(fleet_summary(self.hostvars(), GROUPS))['gpu-e']
+        self.assertEqual(row['outcome'], 'failed')
+        self.assertEqual(row['stage'], 'allocatable')
+        self.assertEqual(row['layer'], 'plugin')
+        self.assertEqual(row['fix'], 'on node gpu-e: gpunode install')
+
+    def test_a_converged_rerun_is_ok_everywhere(self):
+        hostvars = dict((h, {'gpunode_node': node_result()})
+                        for h in GROUPS['gpunode_gpu_nodes'])
+        hostvars['server'] = {'gpunode_cluster': node_result()}
+        rows = fleet_summary(hostvars, GROUPS)
+        self.assertEqual(set(r['outcome'] for r in rows), set(['ok']))
+
+    def test_a_cluster_part_that_never_ran_is_named(self):
+        groups = {'gpunode_servers': ['s1', 's2'], 'gpunode_gpu_nodes': []}
+        rows = fleet_summary({'s1': {}, 's2': {}}, groups)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]['outcome'], 'not run')
+        self.assertEqual(rows[0]['part'], 'cluster part')
+
+    def test_a_failed_bundle_check_stops_there(self):
+        hostvars = self.hostvars()
+        hostvars['gpu-a']['gpunode_bundle_check'] = node_result(
+            failed=True, msg='bundle verify failed',
+            failure={'stage': 'bundle', 'layer': 'bundle',
+                     'message': 'images/x.tar: SHA-256 differs', 'fix': None})
+        row = by_node(fleet_summary(hostvars, GROUPS))['gpu-a']
+        self.assertEqual(row['outcome'], 'failed')
+        self.assertEqual(row['message'], 'images/x.tar: SHA-256 differs')
+
+
+if __name__ == '__main__':
+    unittest.main()

@@ -1,0 +1,263 @@
+# -*- coding: utf-8 -*-
+# The modules run as Ansible runs them (the module file, its arguments in a
+# JSON file) against the real gpunode binary and a simulated host tree:
+# bad input gets gpunode's exact error class and leaves the host as it was;
+# gpunode output the collection cannot trust is refused. Needs
+# GPUNODE_BINARY (build/gpunode), GPUNODE_SIM (test/sim) and
+# GPUNODE_MAKE_TEST_IMAGE (build/test/make_test_image); the runner
+# (test/collection/run-unit.sh) skips, exit 77, without them.
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COLLECTION = os.path.abspath(os.path.join(HERE, '..', '..'))
+COLLECTIONS_ROOT = os.path.abspath(os.path.join(COLLECTION, '..', '..', '..'))
+GPUNODE = os.environ.get('GPUNODE_BINARY', '')
+SIM = os.environ.get('GPUNODE_SIM', '')
+MAKE_TEST_IMAGE = os.environ.get('GPUNODE_MAKE_TEST_IMAGE', '')
+
+
+def run_module(name, args, env=None, check_mode=False):
+    """(exit code, result) of plugins/modules/NAME.py with ARGS."""
+    with tempfile.NamedTemporaryFile('w', suffix='.json', delete=False) as f:
+        payload = dict(args)
+        payload['_ansible_check_mode'] = check_mode
+        json.dump({'ANSIBLE_MODULE_ARGS': payload}, f)
+    try:
+        full_env = dict(os.environ)
+        full_env['PYTHONPATH'] = COLLECTIONS_ROOT
+        full_env.update(env or {})
+        p = subprocess.run(
+            ['/usr/bin/python3',
+             os.path.join(COLLECTION, 'plugins', 'modules', name + '.py'),
+             f.name],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
+            timeout=120, check=False)
+    finally:
+        os.unlink(f.name)
+    return p.returncode, json.loads(p.stdout.decode('utf-8'))
+
+
+def snapshot(root):
+    """Every path under ROOT with its type, mode, size and content hash."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            digest = None
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, 'rb') as fh:
+                    digest = hashlib.sha256(fh.read()).hexdigest()
+            out[os.path.relpath(path, root)] = (st.st_mode, st.st_size, digest)
+    return out
+
+
+def stand_in(directory, body):
+    """A stand-in for gpunode that prints BODY's lines (a Python script)."""
+    path = os.path.join(directory, 'gpunode')
+    with open(path, 'w') as f:
+        f.write('#!/usr/bin/python3\nimport os, signal, sys\n' + body)
+    os.chmod(path, 0o755)
+    return path
+
+
+class HostTreeCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix='gpunode-collection-')
+        self.root = os.path.join(self.tmp, 'root')
+        subprocess.run([os.path.join(SIM, 'host-tree.sh'), self.root, 'agent',
+                        'gpu-a'], check=True, stdout=subprocess.DEVNULL)
+        self.env = {
+            'PATH': os.path.join(SIM, 'bin') + ':' + os.environ['PATH'],
+            'GPUNODE_SIM_GPU_COUNT': '2',
+            'GPUNODE_SIM_ROOT': self.root,
+        }
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+
+class BadInputTest(HostTreeCase):
+    def test_gpunode_refusing_a_flag_is_failed_with_its_class(self):
+        before = snapshot(self.root)
+        rc, r = run_module('gpunode', {
+            'binary': GPUNODE, 'root': self.root, 'variant': 'default',
+            'replicas': 3}, self.env)
+        self.assertEqual(rc, 1)
+        self.assertTrue(r['failed'])
+        self.assertFalse(r['changed'])
+        self.assertEqual(r['gpunode']['exit_code'], 2)
+        self.assertEqual(r['gpunode']['status'], 'invalid-input')
+        self.assertIn('--replicas', r['msg'])
+        self.assertEqual(snapshot(self.root), before)
+
+    def test_a_bad_module_argument_never_runs_gpunode(self):
+        before = snapshot(self.root)
+        rc, r = run_module('gpunode', {'binary': GPUNODE, 'root': self.root,
+                                       'state': 'gone'}, self.env)
+        self.assertEqual(rc, 1)
+        self.assertIn('value of state must be one of: present, absent',
+                      r['msg'])
+        self.assertNotIn('gpunode', r)
+        self.assertEqual(snapshot(self.root), before)
+
+    def test_a_missing_binary_is_named(self):
+        rc, r = run_module('gpunode', {'binary': self.tmp + '/no/gpunode'})
+        self.assertEqual(rc, 1)
+        self.assertIn('gpunode binary %s/no/gpunode does not exist' % self.tmp,
+                      r['msg'])
+
+    def test_uninstall_in_check_mode_is_skipped_not_guessed(self):
+        before = snapshot(self.root)
+        rc, r = run_module('gpunode', {'binary': GPUNODE, 'root': self.root,
+                                       'state': 'absent'}, self.env,
+                           check_mode=True)
+        self.assertEqual(rc, 0)
+        self.assertTrue(r['skipped'])
+        self.assertEqual(snapshot(self.root), before)
+
+
+class UntrustedOutputTest(HostTreeCase):
+    def test_another_schema_is_refused(self):
+        binary = stand_in(self.tmp, 'print(\'{"event": "result", "schema": 2, '
+                          '"exit_code": 0, "status": "done"}\')\n')
+        rc, r = run_module('gpunode', {'binary': binary})
+        self.assertEqual(rc, 1)
+        self.assertIn('gpunode speaks JSON event schema 2; this collection '
+                      'reads 1', r['msg'])
+        self.assertNotIn('gpunode', r)
+
+    def test_a_killed_gpunode_without_result_is_failed(self):
+        binary = stand_in(self.tmp, 'print(\'{"event": "apply", "stage": '
+                          '"image", "action": "import"}\', flush=True)\n'
+                          'os.kill(os.getpid(), signal.SIGKILL)\n')
+        rc, r = run_module('gpunode', {'binary': binary})
+        self.assertEqual(rc, 1)
+        self.assertIn('gpunode exited -9 (killed) without its JSON result line',
+                      r['msg'])
+
+    def test_control_characters_from_gpunode_are_escaped(self):
+        binary = stand_in(self.tmp, (
+            'import json\n'
+            'print(json.dumps({"event": "stage", "stage": "driver", '
+            '"layer": "NVIDIA driver", "status": "blocked", "code": "d.x", '
+            '"summary": "GPU \\x1b]0;owned\\x07 lost", "fix": "reboot"}))\n'
+            'print(json.dumps({"event": "result", "schema": 1, '
+            '"command": "install", "exit_code": 1, "status": "blocked", '
+            '"summary": "driver: \\x1b[2J", "stages": [{"stage": "driver", '
+            '"status": "blocked"}]}))\n'
+            'sys.stderr.write("[ERROR driver] \\x1b[31m\\n")\n'
+            'sys.exit(1)\n'))
+        rc, r = run_module('gpunode', {'binary': binary})
+        self.assertEqual(rc, 1)
+        text = json.dumps(r)
+        self.assertNotIn('\\u001b', text)
+        self.assertIn('GPU \\\\x1b]0;owned\\\\x07 lost', text)
+        self.assertEqual(r['msg'], 'gpunode install: blocked at driver (NVIDIA '
+                         'driver): GPU \\x1b]0;owned\\x07 lost Fix: reboot')
+        self.assertIn('\\x1b[31m', r['stderr_tail'])
+
+
+class FactsTest(HostTreeCase):
+    def test_the_driver_and_gpus_of_the_host(self):
+        rc, r = run_module('gpunode_facts', {
+            'binary': GPUNODE, 'root': self.root, 'only': ['driver']},
+            self.env)
+        self.assertEqual(rc, 0, r.get('msg'))
+        self.assertFalse(r['changed'])
+        facts = r['ansible_facts']['gpunode']
+        self.assertTrue(facts['healthy'])
+        self.assertEqual(facts['gpu_count'], 2)
+        self.assertEqual(facts['driver_version'], '580.159.04')
+        self.assertEqual([g['name'] for g in facts['gpus']],
+                         ['NVIDIA H200', 'NVIDIA H200'])
+
+    def test_a_layer_not_in_place_is_a_fact_unless_required(self):
+        subprocess.run(['rm', '-rf', os.path.join(self.root, 'proc', 'driver')],
+                       check=True)
+        args = {'binary': GPUNODE, 'root': self.root, 'only': ['driver']}
+        env = dict(self.env, GPUNODE_SIM_GPU_COUNT='0')
+        rc, r = run_module('gpunode_facts', args, env)
+        self.assertEqual(rc, 0, r.get('msg'))
+        self.assertFalse(r['ansible_facts']['gpunode']['healthy'])
+        self.assertEqual(r['ansible_facts']['gpunode']['stages']['driver'],
+                         'blocked')
+        rc, r = run_module('gpunode_facts', dict(args, require_healthy=True),
+                           env)
+        self.assertEqual(rc, 1)
+        self.assertTrue(r['msg'].startswith('gpunode status: blocked at driver'),
+                        r['msg'])
+
+
+class BundleTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix='gpunode-collection-')
+        cls.key = os.path.join(cls.tmp, 'site')
+        quiet = dict(check=True, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+        subprocess.run([GPUNODE, 'bundle', 'keygen', '--out', cls.key], **quiet)
+        archive = os.path.join(cls.tmp, 'image.tar')
+        subprocess.run([MAKE_TEST_IMAGE, archive], **quiet)
+        cls.bundle = os.path.join(cls.tmp, 'bundle')
+        subprocess.run([GPUNODE, 'bundle', 'create', '--out', cls.bundle,
+                        '--image-archive', archive,
+                        '--sign-key', cls.key + '.key'], **quiet)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def test_a_signed_bundle_verifies(self):
+        rc, r = run_module('gpunode_bundle', {
+            'binary': GPUNODE, 'bundle': self.bundle,
+            'trust_keys': [self.key + '.pub']})
+        self.assertEqual(rc, 0, r.get('msg'))
+        self.assertFalse(r['changed'])
+        self.assertTrue(r['bundle']['signed'])
+        self.assertGreater(r['bundle']['files'], 3)
+
+    def test_a_tampered_file_fails_with_its_name_and_the_bundle_is_untouched(self):
+        script = os.path.join(self.bundle, 'install.sh')
+        with open(script, 'rb') as f:
+            original = f.read()
+        with open(script, 'ab') as f:
+            f.write(b'# tampered\n')
+        try:
+            before = snapshot(self.bundle)
+            rc, r = run_module('gpunode_bundle', {
+                'binary': GPUNODE, 'bundle': self.bundle,
+                'trust_keys': [self.key + '.pub']})
+            self.assertEqual(snapshot(self.bundle), before)
+        finally:
+            with open(script, 'wb') as f:
+                f.write(original)
+        self.assertEqual(rc, 1)
+        self.assertEqual(r['rc'], 4)
+        self.assertIn('install.sh', r['msg'])
+
+    def test_an_untrusted_signer_fails(self):
+        other = os.path.join(self.tmp, 'other')
+        subprocess.run([GPUNODE, 'bundle', 'keygen', '--out', other],
+                       check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        rc, r = run_module('gpunode_bundle', {
+            'binary': GPUNODE, 'bundle': self.bundle,
+            'trust_keys': [other + '.pub']})
+        self.assertEqual(rc, 1)
+        self.assertEqual(r['rc'], 4)
+
+
+if __name__ == '__main__':
+    unittest.main()
