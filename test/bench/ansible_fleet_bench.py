@@ -57,6 +57,7 @@ def inner(n, sim_dir):
         rc, out, err, raw = bed.playbook(inventory, work, forks=n + 1,
                                          timeout=600)
         result[label] = time.monotonic() - start
+        result[label + "_copy"] = copy_seconds(out)
         changed = sum(s.get("changed", 0) for s in (out or {})
                       .get("stats", {}).values())
         if rc != 0 or (label == "rerun" and changed != 0):
@@ -65,6 +66,17 @@ def inner(n, sim_dir):
             return 1
     print("RESULT " + json.dumps(result), flush=True)
     return 0
+
+
+def copy_seconds(output):
+    """The bundle copy's share: the slowest host's seconds in the role's
+    copy task (fleet_json's per-result _fleet_seconds)."""
+    seconds = [r.get("_fleet_seconds", 0)
+               for play in (output or {}).get("plays", [])
+               for task in play.get("tasks", [])
+               if "Copy the bundle" in task.get("task", {}).get("name", "")
+               for r in task.get("hosts", {}).values()]
+    return max(seconds, default=0.0)
 
 
 def measure(n, base):
@@ -100,11 +112,14 @@ def main():
     print(f"  gpunode alone on 1 node (cluster + node part, no Ansible): "
           f"{alone:.2f} s")
     print(f"  {'N':>3}  {'first s':>8}  {'x N=1':>6}  {'s/node':>7}  "
-          f"{'rerun s':>8}  {'x N=1':>6}  {'s/node':>7}")
+          f"{'copy s':>7}  {'rerun s':>8}  {'x N=1':>6}  {'s/node':>7}  "
+          f"{'copy s':>7}")
     for n, r in rows.items():
         print(f"  {n:>3}  {r['first']:8.2f}  {r['first'] / rows[1]['first']:6.2f}"
-              f"  {r['first'] / n:7.2f}  {r['rerun']:8.2f}  "
-              f"{r['rerun'] / rows[1]['rerun']:6.2f}  {r['rerun'] / n:7.2f}")
+              f"  {r['first'] / n:7.2f}  {r['first_copy']:7.2f}  "
+              f"{r['rerun']:8.2f}  {r['rerun'] / rows[1]['rerun']:6.2f}  "
+              f"{r['rerun'] / n:7.2f}  {r['rerun_copy']:7.2f}")
+    print("  (copy s: the role's bundle copy task, slowest host)")
     print(f"  Ansible's cost over gpunode alone at N=1: "
           f"{rows[1]['first'] / alone:.2f}x")
     return 0
