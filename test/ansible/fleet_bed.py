@@ -265,7 +265,7 @@ def run_ansible(argv, work, timeout=240):
     done = subprocess.run(argv, capture_output=True, text=True,
                           env=ansible_env(work), timeout=timeout,
                           stdin=subprocess.DEVNULL)
-    print(f"  ({' '.join(argv[:2])} {' '.join(argv[5:])}: exit "
+    print(f"  ({' '.join(argv[:2])} {' '.join(argv[6:])}: exit "
           f"{done.returncode}, {time.monotonic() - start:.1f} s)", flush=True)
     # Each run's output stays in the work dir, numbered, for a post-mortem.
     runs = sorted(pathlib.Path(work).glob("run-*.json"))

@@ -95,6 +95,14 @@ def converge(checks, b):
         for name in ("server", *gpus):
             checks.check(f"check mode: no bundle copy on {name}",
                          not (b.work / f"on-{name}").exists())
+        cluster = [r for _, _, host, r in fc.task_results(out, "Cluster part")
+                   if "gpunode" in r]
+        cluster = cluster[-1] if cluster else {}
+        diff = " ".join(d.get("after", "") for d in cluster.get("diff") or [])
+        checks.check("check mode: the cluster part's diff names the "
+                     "RuntimeClass and DaemonSet it would create",
+                     "RuntimeClass nvidia" in diff and "DaemonSet" in diff,
+                     str(cluster.get("diff"))[:1000])
         results = fc.gpunode_results(out, "node")
         for name in gpus:
             checks.check(f"check mode: {name} reports it would change",

@@ -14,6 +14,10 @@ class Checks:
         self.failed = []
 
     def check(self, name, ok, detail=""):
+        # DETAIL holds what ansible and gpunode wrote: control characters
+        # are shown escaped, never sent to the terminal.
+        detail = "".join(c if c.isprintable() or c == "\n" else
+                         c.encode("unicode_escape").decode() for c in detail)
         print(f"{'PASS' if ok else 'FAIL'} {self.case}: {name}"
               + (f" ({detail})" if detail and not ok else ""), flush=True)
         if not ok:
