@@ -13,7 +13,10 @@ build_packages=(g++ cmake ninja-build pkg-config
   docker-registry skopeo  # a real loopback registry for the pull tests
   python3-yaml openssl  # the simulated k3s node (test/sim/k3s_sim.py)
   debootstrap  # the bullseye chroot of the packaging tests (label package)
-  ansible-core)  # ansible-doc finds the collection the .deb installs (test-deb.sh)
+  # ansible-doc finds the collection the .deb installs (test-deb.sh); the
+  # collection's tests (test/ansible, test/collection) and its lint
+  ansible-core ansible-lint
+  openssh-server)  # the test's own key-only sshd, for the node reached over SSH
 
 # Real kubectl drives the simulated node in the tests. This machine image
 # ships a current one; elsewhere Debian's own (kubernetes-client) stands in.

@@ -1,0 +1,325 @@
+"""The collection's playbook against simulated nodes, with Debian's Ansible.
+
+Run inside sim_cluster (test/CMakeLists.txt registers each case):
+    sim_cluster --dir DIR --node ... -- python3 fleet_cases.py CASE DIR
+Each case prints a named PASS/FAIL line per assertion; exit 0 when all
+pass, 1 when one fails, 77 when the bed cannot be built here.
+"""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import fleet_bed as bed
+import fleet_checks as fc
+
+
+def bed_proof(checks, b, sshd, inventory):
+    """The bed itself: both connections answer ping and run a command, and
+    the sshd takes the client key only."""
+    rc, out, err, _ = bed.run_ansible(
+        ["ansible", "all", "-i", str(inventory), "-m", "ansible.builtin.ping"],
+        b.work)
+    checks.check("ping answers over local and ssh", rc == 0, err[-2000:])
+    rc, out, err, raw = bed.run_ansible(
+        ["ansible", "gpunode_gpu_nodes", "-i", str(inventory), "-m",
+         "ansible.builtin.command", "-a", "id -un"], b.work)
+    users = {host: r.get("stdout") for _, _, host, r in fc.task_results(out)}
+    checks.check("command runs as root on each GPU node", rc == 0 and
+                 users == {"gpu-a": "root", "gpu-b": "root"},
+                 f"{users} {err[-2000:]}")
+    checks.check("gpu-b came in over the sshd, with the client key",
+                 "Accepted publickey for root" in sshd.log_text())
+    rc, err = sshd.try_login("-o", "PubkeyAuthentication=no")
+    checks.check("sshd refuses a login without a key", rc == 255 and
+                 "Permission denied (publickey)" in err, err)
+    rc, err = sshd.try_login("-i", str(sshd.stranger_key))
+    checks.check("sshd refuses a key it was not given", rc == 255 and
+                 "Permission denied" in err, err)
+    rc, err = sshd.try_login("-i", str(sshd.client_key))
+    checks.check("sshd takes the client key", rc == 0, err)
+
+
+def expect_converged(checks, label, gpu_counts, cpu_only=()):
+    """Real kubectl: each GPU node labelled and advertising its GPUs, each
+    CPU-only node without any nvidia.com/ label."""
+    nodes = fc.cluster_nodes()
+    for node, gpus in gpu_counts.items():
+        labels, alloc = nodes.get(node, ({}, None))
+        checks.check(f"{label}: {node} labelled gpu.present",
+                     labels.get("nvidia.com/gpu.present") == "true",
+                     str(labels))
+        checks.check(f"{label}: {node} advertises {gpus} nvidia.com/gpu",
+                     alloc == str(gpus), f"allocatable {alloc}")
+    for node in cpu_only:
+        labels, alloc = nodes.get(node, ({}, None))
+        checks.check(f"{label}: CPU-only {node} left unlabelled",
+                     not any(k.startswith("nvidia.com/") for k in labels)
+                     and alloc is None, str(labels))
+
+
+def bed_case(checks, b):
+    """The bed: a GPU node over local, one over the test's sshd."""
+    with bed.Sshd(b.work / "sshd") as sshd:
+        inventory = b.write_inventory(
+            {}, {"gpu-a": b.host_vars("gpu-a"),
+                 "gpu-b": b.host_vars("gpu-b", **sshd.vars())})
+        bed_proof(checks, b, sshd, inventory)
+
+
+def converge(checks, b):
+    """a: check mode on a fresh cluster changes nothing yet says what would
+    change; b: the first run brings every GPU node to its slots (gpu-b over
+    SSH); c: the second run changes nothing."""
+    bundle, pub = b.make_bundle(b.work / "bundle")
+    gpus = {"gpu-a": 1, "gpu-b": 2}
+    with bed.Sshd(b.work / "sshd") as sshd:
+        def node(name, **extra):
+            return b.host_vars(
+                name, gpunode_bundle_src=str(bundle),
+                gpunode_bundle_dir=f"{b.work}/on-{name}/bundle",
+                gpunode_trust_keys=[str(pub)], **extra)
+        inventory = b.write_inventory(
+            {"server": node("server")},
+            {"gpu-a": node("gpu-a"), "gpu-b": node("gpu-b", **sshd.vars())},
+            other=["cpu-1"])
+
+        before = fc.cluster_objects()
+        rc, out, err, raw = bed.playbook(inventory, b.work, "--check", "--diff")
+        checks.check("check mode: playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
+        checks.check("check mode: no cluster object written",
+                     fc.cluster_objects() == before,
+                     f"{before} -> {fc.cluster_objects()}")
+        for name in ("server", *gpus):
+            checks.check(f"check mode: no bundle copy on {name}",
+                         not (b.work / f"on-{name}").exists())
+        cluster = [r for _, _, host, r in fc.task_results(out, "Cluster part")
+                   if "gpunode" in r]
+        cluster = cluster[-1] if cluster else {}
+        diff = " ".join(d.get("after", "") for d in cluster.get("diff") or [])
+        checks.check("check mode: the cluster part's diff names the "
+                     "RuntimeClass and DaemonSet it would create",
+                     "RuntimeClass nvidia" in diff and "DaemonSet" in diff,
+                     str(cluster.get("diff"))[:1000])
+        results = fc.gpunode_results(out, "node")
+        for name in gpus:
+            checks.check(f"check mode: {name} reports it would change",
+                         results.get(name, {}).get("changed") is True,
+                         str(results.get(name))[:1000])
+        after = fc.cluster_objects()["labels"]
+        checks.check("check mode: no node labelled",
+                     all(after.get(n) == [] for n in ("gpu-a", "gpu-b", "cpu-1")),
+                     str(after))
+
+        rc, out, err, raw = bed.playbook(inventory, b.work)
+        checks.check("first run: playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
+        st = fc.stats(out)
+        for name in gpus:
+            checks.check(f"first run: {name} changed", st.get(name, {})
+                         .get("changed", 0) > 0, str(st.get(name)))
+        checks.check("first run: cpu-1 not in the play", "cpu-1" not in st,
+                     str(st.keys()))
+        expect_converged(checks, "first run", gpus, ["cpu-1", "server"])
+        entries = fc.summary(out)
+        for name in gpus:
+            checks.check(f"first run: summary has {name} changed",
+                         entries.get(name, {}).get("outcome") == "changed",
+                         str(entries.get(name)))
+
+        rc, out, err, raw = bed.playbook(inventory, b.work)
+        checks.check("second run: playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
+        st = fc.stats(out)
+        for host in ("server", *gpus, "localhost"):
+            checks.check(f"second run: changed=0 on {host}",
+                         host in st and st[host].get("changed") == 0,
+                         str(st.get(host)))
+        entries = fc.summary(out)
+        for name in gpus:
+            checks.check(f"second run: summary has {name} ok",
+                         entries.get(name, {}).get("outcome") == "ok",
+                         str(entries.get(name)))
+
+
+def broken_handler(checks, b):
+    """d: gpu-bad (no nvidia handler) fails with the diagnosis, gpu-a
+    converges, the summary names gpu-bad's layer and fix."""
+    inventory = b.write_inventory(
+        {"server": b.host_vars("server", gpunode_image_archive=str(b.archive))},
+        {n: b.host_vars(n, gpunode_image_archive=str(b.archive))
+         for n in ("gpu-a", "gpu-bad")},
+        # One batch (the default serial 2); one failure of two is within the
+        # playbook's max_fail_percentage 50.
+    )
+    rc, out, err, raw = bed.playbook(inventory, b.work)
+    checks.check("playbook rc 2 (a host failed)", rc == 2, f"rc {rc}")
+    st = fc.stats(out)
+    checks.check("gpu-bad failed", st.get("gpu-bad", {}).get("failures", 0) > 0,
+                 str(st.get("gpu-bad")))
+    checks.check("gpu-a did not fail", st.get("gpu-a", {}).get("failures") == 0,
+                 str(st.get("gpu-a")))
+    failure = (fc.gpunode_results(out, "node").get("gpu-bad", {})
+               .get("gpunode") or {}).get("failure") or {}
+    checks.check("gpu-bad's failure is at layer handler",
+                 failure.get("layer") == "handler" or
+                 failure.get("stage") == "handler", str(failure))
+    checks.check("gpu-bad's failure names a fix", bool(failure.get("fix")),
+                 str(failure))
+    expect_converged(checks, "after", {"gpu-a": 1})
+    entries = fc.summary(out)
+    bad = entries.get("gpu-bad", {})
+    checks.check("summary: gpu-bad failed at handler",
+                 bad.get("outcome") == "failed" and
+                 "handler" in (bad.get("layer"), bad.get("stage")), str(bad))
+    checks.check("summary: gpu-bad's fix", bool(bad.get("fix")), str(bad))
+    checks.check("summary: gpu-a converged",
+                 entries.get("gpu-a", {}).get("outcome") == "changed",
+                 str(entries.get("gpu-a")))
+
+
+def serial(checks, b):
+    """e: serial 2 over 6 GPU nodes: three node-part batches of two, all
+    converge."""
+    names = [f"gpu-{i}" for i in range(1, 7)]
+    inventory = b.write_inventory(
+        {"server": b.host_vars("server", gpunode_image_archive=str(b.archive))},
+        {n: b.host_vars(n, gpunode_image_archive=str(b.archive))
+         for n in names})
+    # An extra var: `serial` is templated before any host is chosen, so an
+    # inventory variable never reaches it (ansible/ansible#27166, #18131).
+    rc, out, err, raw = bed.playbook(inventory, b.work, "-e",
+                                     "gpunode_serial=2")
+    checks.check("playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
+    batches = fc.node_part_plays(out)
+    checks.check("node part ran in 3 batches", len(batches) == 3,
+                 str(batches))
+    checks.check("each batch has 2 nodes",
+                 [len(x) for x in batches] == [2, 2, 2], str(batches))
+    checks.check("batches cover the 6 nodes once",
+                 sorted(h for x in batches for h in x) == sorted(names),
+                 str(batches))
+    expect_converged(checks, "after", {n: 1 for n in names})
+
+
+def killed(checks, b):
+    """f: gpu-k killed by SIGKILL right after its labels write, gpu-s
+    unreachable (its sshd stopped); gpu-a and gpu-b go on; the summary names
+    both; a rerun with the sshd back and no crash converges. The batches of
+    the default serial 2 are [gpu-a, gpu-k] and [gpu-b, gpu-s]: one failure
+    each, within the playbook's max_fail_percentage 50 (a batch ends the
+    rollout only when more than that fails)."""
+    archive = {"gpunode_image_archive": str(b.archive)}
+
+    def inventory(crash, sshd):
+        k_env = dict(b.nodes["gpu-k"][1])
+        binary = "gpunode"
+        if crash:
+            k_env["GPUNODE_TEST_CRASH_AT"] = "api-write-done"
+            binary = "gpunode_hooked"
+        return b.write_inventory(
+            {"server": b.host_vars("server", **archive)},
+            {"gpu-a": b.host_vars("gpu-a", **archive),
+             "gpu-k": b.host_vars("gpu-k", binary,
+                                  gpunode_environment=k_env, **archive),
+             "gpu-b": b.host_vars("gpu-b", **archive),
+             "gpu-s": b.host_vars("gpu-s", **archive, **sshd.vars())})
+
+    with bed.Sshd(b.work / "sshd") as sshd:
+        sshd.stop()
+        rc, out, err, raw = bed.playbook(inventory(True, sshd), b.work)
+    # 4, not 2: an unreachable host outranks a failed one
+    # (ansible/plugins/strategy/__init__.py, StrategyBase.run).
+    checks.check("killed run: playbook rc 4", rc == 4, f"rc {rc}")
+    st = fc.stats(out)
+    checks.check("gpu-s unreachable",
+                 st.get("gpu-s", {}).get("unreachable", 0) > 0,
+                 str(st.get("gpu-s")))
+    checks.check("gpu-k failed", st.get("gpu-k", {}).get("failures", 0) > 0,
+                 str(st.get("gpu-k")))
+    killed_msg = " ".join(r.get("msg", "") for play, _, host, r
+                          in fc.task_results(out, "Node part")
+                          if host == "gpu-k" and r.get("failed"))
+    checks.check("gpu-k's failure says it was killed", "killed" in killed_msg,
+                 killed_msg)
+    expect_converged(checks, "killed run", {"gpu-a": 1, "gpu-b": 1})
+    entries = fc.summary(out)
+    for node, outcome in (("gpu-s", "unreachable"), ("gpu-k", "failed"),
+                          ("gpu-a", "changed"), ("gpu-b", "changed")):
+        checks.check(f"summary: {node} {outcome}",
+                     entries.get(node, {}).get("outcome") == outcome,
+                     str(entries.get(node)))
+    with bed.Sshd(b.work / "sshd2") as sshd:
+        rc, out, err, raw = bed.playbook(inventory(False, sshd), b.work)
+    checks.check("rerun: playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
+    expect_converged(checks, "rerun", {"gpu-a": 1, "gpu-k": 1, "gpu-b": 1,
+                                       "gpu-s": 1})
+    entries = fc.summary(out)
+    # gpu-k's labels went in before the kill: its rerun may find nothing
+    # left to write.
+    checks.check("rerun: summary has gpu-k done, gpu-s changed",
+                 entries.get("gpu-k", {}).get("outcome") in ("ok", "changed")
+                 and entries.get("gpu-s", {}).get("outcome") == "changed",
+                 str(entries))
+
+
+def readonly(checks, b):
+    """g: the bundle already on the node, on read-only media (a read-only
+    bind mount), as gpunode_bundle_dir."""
+    bundle, pub = b.make_bundle(b.work / "bundle")
+    media = b.work / "media"
+    media.mkdir()
+    # mount(8): a bind mount is made read-only by a remount.
+    mounted = subprocess.run(["mount", "--bind", str(bundle), str(media)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        bed.skip(f"mount --bind not permitted here: {mounted.stderr.strip()}")
+    try:
+        ro = subprocess.run(["mount", "-o", "remount,bind,ro", str(media)],
+                            capture_output=True, text=True)
+        if ro.returncode != 0:
+            bed.skip(f"read-only remount not permitted: {ro.stderr.strip()}")
+        checks.check("the media is read-only",
+                     not os.access(media, os.W_OK) or
+                     _write_refused(media), "a write went through")
+        on_media = {"gpunode_bundle_dir": str(media),
+                    "gpunode_trust_keys": [str(pub)]}
+        inventory = b.write_inventory(
+            {"server": b.host_vars("server", **on_media)},
+            {"gpu-a": b.host_vars("gpu-a", **on_media)})
+        rc, out, err, raw = bed.playbook(inventory, b.work)
+        checks.check("playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
+        expect_converged(checks, "after", {"gpu-a": 1})
+    finally:
+        subprocess.run(["umount", str(media)], check=False)
+
+
+def _write_refused(path):
+    try:
+        (pathlib.Path(path) / ".probe").write_text("x")
+    except OSError:
+        return True
+    return False
+
+
+CASES = {"bed": bed_case, "converge": converge, "broken-handler": broken_handler,
+         "serial": serial, "killed": killed, "readonly": readonly}
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in CASES:
+        print(f"usage: fleet_cases.py {'|'.join(CASES)} SIM_DIR",
+              file=sys.stderr)
+        return 2
+    case, sim_dir = sys.argv[1], sys.argv[2]
+    bed.require_tools()
+    work = pathlib.Path(sim_dir) / "work"
+    shutil.rmtree(work, ignore_errors=True)  # a previous run's
+    work.mkdir(parents=True)
+    checks = fc.Checks(case)
+    CASES[case](checks, bed.Bed(sim_dir, work))
+    return checks.exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
