@@ -30,6 +30,10 @@ description:
   - In check mode it runs C(gpunode plan); with C(--diff) it shows, for each
     layer that would change, the state now and after (each GPU node's slots for
     the device plugin). C(state=absent) has no plan; in check mode it is skipped.
+  - In check mode on a node whose cluster part has not run yet (the playbook's
+    check run plans it just before), the node's plan leaves out the RuntimeClass
+    and the slots, which need the cluster part's objects, and plans the rest
+    (the image, the labels), with a warning.
 extends_documentation_fragment:
   - gpunode.gpunode.common
 options:
@@ -318,6 +322,9 @@ def main():
         plan = run_gpunode(module, [gpunode, 'plan', '--json'] +
                            stage_flags(p, 'plan'))
         if module.check_mode:
+            if blocked_on_cluster_part(plan):
+                plan = plan_without_cluster_part(module, gpunode, p)
+                finish(module, plan, True, plan)
             finish(module, plan, would_write(plan.events), plan)
     run = run_gpunode(module, [gpunode, 'install', '--json'] +
                       stage_flags(p, 'install'))
@@ -326,27 +333,31 @@ def main():
 
 # Where a node's plan stops when the cluster part is still to be made: in
 # check mode the playbook plans the cluster part before the node parts, so
-# the RuntimeClass and the DaemonSet exist only as a plan. Such a stop is a
-# change to come, not a failure (this node's lower layers were planned).
-CLUSTER_PART_PENDING = ('runtimeclass.cluster-part', 'plugin.no-pod')
+# the RuntimeClass and the DaemonSet exist only as a plan.
+CLUSTER_PART_MISSING = 'runtimeclass.cluster-part'
 
 
-def pending_on_cluster_part(run):
+def blocked_on_cluster_part(run):
     what = summary(run.result, run.events)['failure']
-    return what is not None and what.get('code') in CLUSTER_PART_PENDING
+    return what is not None and what.get('code') == CLUSTER_PART_MISSING
+
+
+def plan_without_cluster_part(module, gpunode, p):
+    """This node's plan as it will be once the cluster part has run: the
+    stages that need the cluster part's objects (the RuntimeClass, and the
+    slots, which need the DaemonSet's pod) are left out, so the image and
+    the labels are planned. A layer that is broken still fails."""
+    params = dict(p, skip=list(p.get('skip') or []) +
+                  ['runtimeclass', 'allocatable'])
+    run = run_gpunode(module, [gpunode, 'plan', '--json'] +
+                      stage_flags(params, 'plan'))
+    module.warn('check mode: the cluster part has not run yet, so this '
+                'node\'s plan leaves out the RuntimeClass and the slots '
+                '(they need the cluster part\'s objects)')
+    return run
 
 
 def finish(module, run, changed, plan=None):
-    if module.check_mode and pending_on_cluster_part(run):
-        brief = summary(run.result, run.events)
-        module.warn('check mode: %s; the plan of this node stops there until '
-                    'the cluster part has run' % brief['failure']['message'])
-        module.exit_json(changed=True, gpunode=brief, cmd=run.argv,
-                         diff=plan_diff(run.events),
-                         ansible_facts=dict(gpunode=facts(run.events,
-                                                          run.result)),
-                         msg='gpunode plan: stops at %s until the cluster part '
-                         'has run' % brief['failure']['stage'])
     result = dict(
         changed=changed,
         gpunode=summary(run.result, run.events),
