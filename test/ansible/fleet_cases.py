@@ -177,6 +177,38 @@ def broken_handler(checks, b):
                  entries.get("gpu-a", {}).get("outcome") == "changed",
                  str(entries.get("gpu-a")))
 
+    # serial 1: gpu-bad's batch fails entirely, so Ansible ends the playbook
+    # there (no summary play); the rollout_summary callback still says why.
+    # As an operator sees it: the default stdout callback.
+    def human_run(*extra):
+        env = bed.ansible_env(b.work)
+        for key in ("ANSIBLE_STDOUT_CALLBACK", "ANSIBLE_CALLBACK_PLUGINS",
+                    "ANSIBLE_LOAD_CALLBACK_PLUGINS"):
+            env.pop(key)
+        env["ANSIBLE_CALLBACKS_ENABLED"] = "gpunode.gpunode.rollout_summary"
+        done = subprocess.run(
+            ["ansible-playbook", bed.PLAYBOOK, "-i", str(inventory), *extra],
+            capture_output=True, text=True, env=env, timeout=240,
+            stdin=subprocess.DEVNULL)
+        return done.returncode, done.stdout
+    rc, text = human_run("-e", "gpunode_serial=1")
+    banner = "GPUNODE ROLLOUT SUMMARY (the playbook ended before its summary play)"
+    checks.check("serial 1: the playbook ended at gpu-bad's batch", rc == 2 and
+                 "TASK [gpunode.gpunode.gpunode : Summary]" not in text,
+                 f"rc {rc}")
+    checks.check("serial 1: the callback's summary is printed", banner in text,
+                 text[-2000:])
+    checks.check("serial 1: it names gpu-bad's layer",
+                 "gpu-bad (node part): failed at handler (containerd runtime "
+                 "handler)" in text, text[-2000:])
+    checks.check("serial 1: and gpu-a's outcome",
+                 "gpu-a (node part): ok" in text, text[-2000:])
+    rc, text = human_run()
+    checks.check("serial 2: the summary play ran, the callback is silent",
+                 rc == 2 and banner not in text and
+                 "gpu-bad (node part): failed at handler" in text,
+                 text[-2000:])
+
 
 def serial(checks, b):
     """e: serial 2 over 6 GPU nodes: three node-part batches of two, all

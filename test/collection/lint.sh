@@ -56,5 +56,6 @@ for plugin in gpunode gpunode_facts gpunode_bundle; do
   ANSIBLE_COLLECTIONS_PATH=$work ansible-doc "gpunode.gpunode.$plugin" >/dev/null
 done
 ANSIBLE_COLLECTIONS_PATH=$work ansible-doc -t filter gpunode.gpunode.fleet_summary >/dev/null
+ANSIBLE_COLLECTIONS_PATH=$work ansible-doc -t callback gpunode.gpunode.rollout_summary >/dev/null
 ANSIBLE_COLLECTIONS_PATH=$work ansible-doc -t role gpunode.gpunode.gpunode >/dev/null
 echo "lint: ok"

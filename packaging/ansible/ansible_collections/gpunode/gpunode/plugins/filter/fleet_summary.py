@@ -79,8 +79,8 @@ def _outcome(results):
             row['outcome'] = 'changed'
     if _mapping(main) is None:
         row.update(outcome='not run',
-                   message='it did not run: an earlier failure ended the '
-                   'rollout before it')
+                   message='an earlier failure ended the rollout before '
+                   'it reached this node')
     return row
 
 
