@@ -83,7 +83,11 @@ def converge(checks, b):
                 gpunode_trust_keys=[str(pub)], **extra)
         inventory = b.write_inventory(
             {"server": node("server")},
-            {"gpu-a": node("gpu-a"), "gpu-b": node("gpu-b", **sshd.vars())},
+            # gpu-b: over SSH, and with become (su: root needs no password
+            # for it, so no sudoers file is touched here).
+            {"gpu-a": node("gpu-a"),
+             "gpu-b": node("gpu-b", ansible_become=True,
+                           ansible_become_method="su", **sshd.vars())},
             other=["cpu-1"])
 
         before = fc.cluster_objects()
