@@ -25,7 +25,10 @@ def say(text):
 def playbook(inventory, work, *extra):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(fleet_bed.COLLECTIONS),
                ANSIBLE_LOCAL_TEMP=str(work / "ansible-tmp"),
-               ANSIBLE_RETRY_FILES_ENABLED="0")
+               ANSIBLE_RETRY_FILES_ENABLED="0",
+               # Results as YAML, readable (ansible-core's default callback).
+               ANSIBLE_CALLBACK_RESULT_FORMAT="yaml",
+               ANSIBLE_CALLBACKS_ENABLED="gpunode.gpunode.rollout_summary")
     argv = ["ansible-playbook", fleet_bed.PLAYBOOK, "-i", str(inventory),
             "-f", "8", *extra]
     print("$ " + " ".join(argv), flush=True)
@@ -34,7 +37,7 @@ def playbook(inventory, work, *extra):
 
 
 def main():
-    sim_dir = pathlib.Path(sys.argv[1])
+    sim_dir = pathlib.Path(sys.argv[1]).resolve()
     work = sim_dir / "ansible"
     work.mkdir(exist_ok=True)
     bed = fleet_bed.Bed(sim_dir, work)
