@@ -318,14 +318,22 @@ def readonly(checks, b):
         checks.check("the media is read-only",
                      not os.access(media, os.W_OK) or
                      _write_refused(media), "a write went through")
+        # gpunode_binary empty: every task runs the bundle's own
+        # bin/gpunode, as on a node with nothing but the stick.
         on_media = {"gpunode_bundle_dir": str(media),
-                    "gpunode_trust_keys": [str(pub)]}
+                    "gpunode_trust_keys": [str(pub)], "gpunode_binary": ""}
         inventory = b.write_inventory(
             {"server": b.host_vars("server", **on_media)},
             {"gpu-a": b.host_vars("gpu-a", **on_media)})
         rc, out, err, raw = bed.playbook(inventory, b.work)
         checks.check("playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
         expect_converged(checks, "after", {"gpu-a": 1})
+        ran = sorted(set((host, (r.get("cmd") or [""])[0])
+                         for _, _, host, r in fc.task_results(out)
+                         if r.get("cmd")))
+        checks.check("every gpunode run was the bundle's own bin/gpunode",
+                     bool(ran) and all(cmd == f"{media}/bin/gpunode"
+                                       for _, cmd in ran), str(ran))
     finally:
         subprocess.run(["umount", str(media)], check=False)
 

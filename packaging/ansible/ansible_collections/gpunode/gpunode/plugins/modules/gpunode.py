@@ -179,6 +179,11 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+cmd:
+  description: The gpunode command line that ran (the last one, in check or diff mode).
+  returned: always
+  type: list
+  elements: str
 gpunode:
   description: The run in brief, every text field with control characters escaped.
   returned: always

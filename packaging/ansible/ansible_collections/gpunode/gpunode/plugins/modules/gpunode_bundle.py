@@ -52,6 +52,11 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+cmd:
+  description: The gpunode command line that ran (the last one, in check or diff mode).
+  returned: always
+  type: list
+  elements: str
 bundle:
   description: What was verified.
   returned: success
@@ -114,6 +119,7 @@ def main():
     r = run.result
     module.exit_json(
         changed=False,
+        cmd=run.argv,
         msg='bundle %s verified: %s files, %s bytes, %s' % (
             p['bundle'], r.get('files'), r.get('bytes'),
             'signed by %s' % r.get('key_fingerprint') if r.get('signed')

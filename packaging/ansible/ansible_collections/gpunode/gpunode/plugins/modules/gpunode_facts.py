@@ -77,6 +77,11 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+cmd:
+  description: The gpunode command line that ran (the last one, in check or diff mode).
+  returned: always
+  type: list
+  elements: str
 ansible_facts:
   description: What gpunode status found.
   returned: always
@@ -171,7 +176,7 @@ def main():
         argv += ['--only', ','.join(p['only'])]
     run = run_gpunode(module, argv)
     brief = summary(run.result, run.events)
-    result = dict(changed=False, gpunode=brief,
+    result = dict(changed=False, gpunode=brief, cmd=run.argv,
                   ansible_facts=dict(gpunode=facts(run.events, run.result)))
     # status exits 1 when a layer is not in place: a fact, not an error,
     # unless asked; anything else (bad input, no lock) is an error.
