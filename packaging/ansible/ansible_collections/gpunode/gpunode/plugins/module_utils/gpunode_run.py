@@ -51,6 +51,25 @@ def trust_flags(params):
     return argv
 
 
+def option_flags(params, options):
+    """gpunode's flags for the module options that are set. OPTIONS is
+    (option name, flag) pairs: a true bool gives the bare flag, a list one
+    comma-separated value, anything else its text; unset, false, empty and
+    0 give nothing (gpunode's own default then holds)."""
+    argv = []
+    for name, flag in options:
+        value = params.get(name)
+        if not value:
+            continue
+        if value is True:
+            argv.append(flag)
+        elif isinstance(value, list):
+            argv += [flag, ','.join(value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
 def root_flags(params):
     root = params.get('root') or '/'
     return [] if root == '/' else ['--root', root]

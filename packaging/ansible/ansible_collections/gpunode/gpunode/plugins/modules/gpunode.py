@@ -232,6 +232,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode_events import (
     facts,
+    failure,
     failure_message,
     plan_diff,
     summary,
@@ -241,48 +242,36 @@ from ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode_events imp
 from ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode_run import (
     COMMON_ARGS,
     binary_of,
+    option_flags,
     root_flags,
     run_gpunode,
     trust_flags,
 )
 
 
+# install's and plan's options, in gpunode's own names.
+STAGE_OPTIONS = (
+    ('scope', '--scope'), ('kubeconfig', '--kubeconfig'), ('node', '--node'),
+    ('variant', '--variant'), ('replicas', '--replicas'),
+    ('image_archive', '--image-archive'), ('min_driver', '--min-driver'),
+    ('timeout', '--timeout'), ('bundle', '--bundle'), ('only', '--only'),
+    ('skip', '--skip'), ('rename_shared', '--rename-shared'),
+    ('all_nodes', '--all-nodes'), ('replace_existing', '--replace-existing'),
+    ('smoke', '--smoke'))
+UNINSTALL_OPTIONS = (('kubeconfig', '--kubeconfig'), ('timeout', '--timeout'),
+                     ('keep_image', '--keep-image'))
+
+
 def stage_flags(p, command):
-    """install's flags, or plan's (the same less --restart-k3s, an action),
-    in gpunode's own names."""
-    argv = root_flags(p) + trust_flags(p)
-    for name, flag in (('scope', '--scope'), ('kubeconfig', '--kubeconfig'),
-                       ('node', '--node'), ('variant', '--variant'),
-                       ('image_archive', '--image-archive'),
-                       ('min_driver', '--min-driver'),
-                       ('timeout', '--timeout'), ('bundle', '--bundle')):
-        if p.get(name):
-            argv += [flag, str(p[name])]
-    if p.get('replicas'):
-        argv += ['--replicas', str(p['replicas'])]
-    for name, flag in (('only', '--only'), ('skip', '--skip')):
-        if p.get(name):
-            argv += [flag, ','.join(p[name])]
-    for name, flag in (('rename_shared', '--rename-shared'),
-                       ('all_nodes', '--all-nodes'),
-                       ('replace_existing', '--replace-existing'),
-                       ('smoke', '--smoke')):
-        if p.get(name):
-            argv.append(flag)
-    if p.get('restart_k3s') and command == 'install':
-        argv.append('--restart-k3s')
+    """install's flags, or plan's (the same less --restart-k3s, an action)."""
+    argv = root_flags(p) + trust_flags(p) + option_flags(p, STAGE_OPTIONS)
+    if command == 'install':
+        argv += option_flags(p, (('restart_k3s', '--restart-k3s'),))
     return argv
 
 
 def uninstall_flags(p):
-    argv = root_flags(p)
-    for name, flag in (('kubeconfig', '--kubeconfig'),
-                       ('timeout', '--timeout')):
-        if p.get(name):
-            argv += [flag, str(p[name])]
-    if p.get('keep_image'):
-        argv.append('--keep-image')
-    return argv
+    return root_flags(p) + option_flags(p, UNINSTALL_OPTIONS)
 
 
 def main():
@@ -343,7 +332,7 @@ CLUSTER_PART_MISSING = 'runtimeclass.cluster-part'
 
 
 def blocked_on_cluster_part(run):
-    what = summary(run.result, run.events)['failure']
+    what = failure(run.events, run.result)
     return what is not None and what.get('code') == CLUSTER_PART_MISSING
 
 

@@ -148,6 +148,7 @@ from ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode_events imp
 from ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode_run import (
     COMMON_ARGS,
     binary_of,
+    option_flags,
     root_flags,
     run_gpunode,
     trust_flags,
@@ -166,14 +167,9 @@ def main():
                            supports_check_mode=True)
     p = module.params
     argv = [binary_of(module), 'status', '--json'] + root_flags(p) + \
-        trust_flags(p)
-    if p.get('bundle'):
-        argv += ['--bundle', p['bundle']]
-    for name, flag in (('scope', '--scope'), ('kubeconfig', '--kubeconfig')):
-        if p.get(name):
-            argv += [flag, p[name]]
-    if p['only']:
-        argv += ['--only', ','.join(p['only'])]
+        trust_flags(p) + option_flags(p, (
+            ('bundle', '--bundle'), ('scope', '--scope'),
+            ('kubeconfig', '--kubeconfig'), ('only', '--only')))
     run = run_gpunode(module, argv)
     brief = summary(run.result, run.events)
     result = dict(changed=False, gpunode=brief, cmd=run.argv,
