@@ -61,6 +61,11 @@ struct Options {
   bool replace_existing = false;  // remove another NVIDIA device plugin first
   bool smoke = false;             // run a CUDA Pod at the end
   std::string smoke_image;
+  // The driver's user-space libraries gpunode dlopens (gpu/nvml.hpp,
+  // gpu/cuda_probe.hpp). Not a flag: the defaults are the sonames the driver
+  // installs; tests point them at stand-ins they build.
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string cuda_library = "libcuda.so.1";
 };
 
 // A Kubernetes node name (RFC 1123 subdomain): lower-case letters, digits,
