@@ -3,10 +3,10 @@
 // headers); they are part of NVML's stable C ABI.
 #include "gpu/nvml.hpp"
 
-#include <dlfcn.h>
-
 #include <string>
 #include <utility>
+
+#include "gpu/shared_library.hpp"
 
 namespace gpunode {
 namespace {
@@ -50,47 +50,6 @@ using DeviceGetUuidFn = NvmlReturn (*)(NvmlDevice, char*, unsigned);
 using DeviceGetMemoryInfoFn = NvmlReturn (*)(NvmlDevice, NvmlMemory*);
 using DeviceGetMigModeFn = NvmlReturn (*)(NvmlDevice, unsigned*, unsigned*);
 
-// Owns the dlopen handle, so every early return closes the library.
-class Library {
- public:
-  explicit Library(const std::string& name)
-      : handle_(::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-    if (handle_ == nullptr) {
-      const char* why = ::dlerror();
-      error_ = why != nullptr ? why : "dlopen failed";
-    }
-    // The portable build runs under its own glibc loader, whose built-in
-    // directories are Debian's; where the host's ld.so.cache does not list
-    // the driver's library (RHEL puts it in /usr/lib64, run-file installs
-    // in /usr/lib), look in the usual places by path.
-    if (handle_ == nullptr && name.find('/') == std::string::npos) {
-      for (const char* dir : {"/usr/lib64/", "/usr/lib/x86_64-linux-gnu/",
-                              "/usr/lib/aarch64-linux-gnu/", "/usr/lib/"}) {
-        handle_ = ::dlopen((dir + name).c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (handle_ != nullptr) break;
-      }
-    }
-  }
-  ~Library() {
-    if (handle_ != nullptr) ::dlclose(handle_);
-  }
-  Library(const Library&) = delete;
-  Library& operator=(const Library&) = delete;
-
-  bool loaded() const { return handle_ != nullptr; }
-  const std::string& error() const { return error_; }
-
-  template <typename Fn>
-  Fn symbol(const char* name) const {
-    // POSIX guarantees that a dlsym result converts to a function pointer.
-    return reinterpret_cast<Fn>(::dlsym(handle_, name));
-  }
-
- private:
-  void* handle_;
-  std::string error_;
-};
-
 // Calls nvmlShutdown once nvmlInit_v2 has succeeded, on every path out:
 // NVML counts initialisations, and a leaked one keeps its threads alive.
 class Session {
@@ -128,7 +87,7 @@ const char* nvml_outcome_name(NvmlOutcome outcome) {
 }
 
 NvmlAnswer query_nvml(const std::string& library) {
-  Library lib(library);
+  SharedLibrary lib(library);
   if (!lib.loaded()) {
     return fail(NvmlOutcome::kLibraryMissing,
                 "cannot load " + library + ": " + lib.error());
