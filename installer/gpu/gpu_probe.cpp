@@ -5,6 +5,7 @@
 
 #include "gpu/driver_version.hpp"
 #include "gpu/nvidia_smi.hpp"
+#include "gpu/nvidia_smi_q.hpp"
 #include "gpu/nvml.hpp"
 
 namespace gpunode {
@@ -42,6 +43,35 @@ std::string mig_text(GpuInfo::Mig mig) {
   return mig == GpuInfo::Mig::kUnsupported
              ? "MIG not supported"
              : std::string("MIG ") + mig_mode_name(mig);
+}
+
+// Where NVML cannot be asked, nvidia-smi -q says what it would about each
+// GPU's health and fabric (gpu/nvidia_smi_q.hpp). Not being able to read
+// it costs only those warnings, never the inventory.
+void read_health_from_smi(ProcessRunner& proc, GpuInventory& inv,
+                          std::chrono::milliseconds timeout,
+                          std::vector<std::string>& details) {
+  auto r = proc.run(nvidia_smi_q_argv(), timeout);
+  if (!r.succeeded()) {
+    details.push_back("nvidia-smi -q: " + describe_failure(r) +
+                      "; health and fabric not read");
+    return;
+  }
+  auto parsed = parse_nvidia_smi_q(r.out);
+  if (!parsed) {
+    details.push_back("nvidia-smi -q: " + parsed.error().message +
+                      "; health and fabric not read");
+    return;
+  }
+  // -q lists the GPUs in the order of --query-gpu's index.
+  if (parsed->size() != inv.gpus.size()) {
+    details.push_back("nvidia-smi -q lists " + std::to_string(parsed->size()) +
+                      " GPU(s), the query " + std::to_string(inv.gpus.size()) +
+                      "; health and fabric not read");
+    return;
+  }
+  for (std::size_t i = 0; i < parsed->size(); ++i)
+    inv.gpus[i].health = (*parsed)[i];
 }
 
 }  // namespace
@@ -149,7 +179,7 @@ GpuProbe probe_gpus(Host& host, const Options& opts,
   std::optional<GpuInventory>& inventory = p.inventory;
   std::string nvml_reason;
   if (opts.root == "/") {
-    NvmlAnswer nvml = query_nvml();
+    NvmlAnswer nvml = query_nvml(opts.nvml_library);
     switch (nvml.outcome) {
       case NvmlOutcome::kOk:
         inventory = std::move(nvml.inventory).value();
@@ -187,6 +217,8 @@ GpuProbe probe_gpus(Host& host, const Options& opts,
     switch (smi.outcome) {
       case SmiOutcome::kOk:
         inventory = std::move(smi.inventory).value();
+        // NVML's health and fabric answers, from the same driver.
+        read_health_from_smi(host.proc(), *inventory, timeout, details);
         break;
       case SmiOutcome::kNoCommunication:
         return fail(p, no_communication("nvidia-smi: " + said, p.module_label));

@@ -1,5 +1,6 @@
 #include "stages/allocatable_diagnosis.hpp"
 
+#include "gpu/below_driver.hpp"
 #include "plugin/gpu_nodes.hpp"
 #include "run/host_role.hpp"
 
@@ -179,10 +180,28 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
              : "kubectl -n kube-system logs " + pod_name};
   }
   if (count < want.count()) {
-    return Diagnosis{"driver",
-                     "node advertises " + std::to_string(count) + " of " +
-                         std::to_string(want.count()) +
-                         ": a GPU is unhealthy or in MIG mode",
+    const std::string short_by = "node advertises " + std::to_string(count) +
+                                 " of " + std::to_string(want.count());
+    // On this host the driver layer can say which GPU the plugin dropped:
+    // an Xid it counts as critical, or memory errors that raise one.
+    if (want.this_node) {
+      if (auto inv = ctx.gpus()) {
+        std::string named;
+        for (const auto& f : health_findings(ctx, **inv)) {
+          if (f.kind == "xid" && !f.unhealthy) continue;
+          named += (named.empty() ? "" : "; ") + f.message;
+        }
+        if (!named.empty()) {
+          return Diagnosis{
+              "driver",
+              short_by + ": the device plugin reports a GPU unhealthy: " +
+                  named,
+              "drain the node, reset the GPU (sudo nvidia-smi -r -i "
+              "<index>) or reboot; gpunode status --only driver"};
+        }
+      }
+    }
+    return Diagnosis{"driver", short_by + ": a GPU is unhealthy or in MIG mode",
                      "nvidia-smi -q | grep -iE 'mig mode|xid|retired'; "
                      "gpunode status --only driver"};
   }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu/below_driver.hpp"
 #include "gpu/driver_version.hpp"
 #include "gpu/gpu_probe.hpp"
 #include "stages/stages.hpp"
@@ -160,7 +161,35 @@ class DriverStage : public Stage {
       }
     }
 
-    // 5. Satisfied. MIG is worth a warning: the platform's manifests do not
+    // 5. Below the driver's answers (gpu/below_driver.hpp), lowest first:
+    // health is only ever a warning, so it is read first and shown with
+    // whatever verdict follows.
+    DriverFindings below;
+    std::string log_note;
+    report_health(health_findings(ctx, *inventory, &log_note), below);
+    if (!log_note.empty()) below.details.push_back(log_note);
+    auto merged = [&] {
+      facts.update(below.facts);
+      details.insert(details.end(), below.details.begin(),
+                     below.details.end());
+      warnings.insert(warnings.end(), below.warnings.begin(),
+                      below.warnings.end());
+    };
+    for (auto part : {check_device_nodes, check_fabric, check_cuda}) {
+      if (auto c = part(ctx, *inventory, below)) {
+        merged();
+        return finish(std::move(*c), details, warnings);
+      }
+    }
+    merged();
+    std::string cuda_text;
+    if (facts.contains("cuda") && facts["cuda"].value("checked", false)) {
+      cuda_text = ", CUDA " +
+                  facts["cuda"].value("driver_api_version", std::string()) +
+                  " works";
+    }
+
+    // 6. Satisfied. MIG is worth a warning: the platform's manifests do not
     // expect it.
     std::string mig_gpus;
     for (const auto& gpu : inventory->gpus) {
@@ -180,7 +209,8 @@ class DriverStage : public Stage {
     return finish(
         satisfied("driver.ok",
                   gpus_text(inventory->gpus) + ", driver " + version + ", " +
-                      mig_summary(inventory->gpus) + " (" + source + ")"),
+                      mig_summary(inventory->gpus) + cuda_text + " (" +
+                      source + ")"),
         details, warnings);
   }
 

@@ -15,6 +15,7 @@
 #include "gpunode/stage.hpp"
 #include "gpunode/system_host.hpp"
 #include "stages/stages.hpp"
+#include "driver_sim_host.hpp"
 #include "test_support.hpp"
 
 namespace gpunode {
@@ -24,56 +25,8 @@ using test::any_contains;
 
 using std::chrono::milliseconds;
 
-const char* kSimVars[] = {"GPUNODE_SIM_GPU_MODE", "GPUNODE_SIM_GPU_COUNT",
-                          "GPUNODE_SIM_GPU_MIG", "GPUNODE_SIM_GPU_MEMORY",
-                          "GPUNODE_SIM_GPU_DRIVER"};
-
-std::string old_path() {
-  const char* p = std::getenv("PATH");
-  return p ? p : "/usr/local/bin:/usr/bin:/bin";
-}
-
-// A host tree under a temporary root, the real file system and process
-// runner over it, a fake clock, and the simulated nvidia-smi first on PATH.
-struct SimHost {
-  explicit SimHost(const std::string& scenario)
-      : root(tmp.path() + "/root"),
-        fs((test::make_host_tree(root, scenario),
-            make_rooted_file_system(root))),
-        proc(make_posix_process_runner()),
-        host(*fs, *proc, clock, 0, "gpu-node-1") {
-    opts.root = root;
-    for (const char* var : kSimVars) env.unset(var);
-    env.set("PATH", std::string(GPUNODE_TEST_SIM) + "/bin:" + old_path());
-  }
-
-  // Runs check() with `time_left` before the run's deadline.
-  Check check(milliseconds time_left = std::chrono::minutes(10)) {
-    Context ctx(host, opts, clock.steady_now() + time_left);
-    auto stage = make_driver_stage();
-    before = test::snapshot_tree(root);
-    Check c = stage->check(ctx);
-    // What the driver layer counted, as a later stage would read it.
-    facts.gpus.reset();
-    if (auto found = ctx.gpus()) facts.gpus = **found;
-    return c;
-  }
-
-  bool tree_unchanged() const { return test::snapshot_tree(root) == before; }
-
-  test::TempDir tmp;
-  std::string root;
-  std::unique_ptr<FileSystem> fs;
-  std::unique_ptr<ProcessRunner> proc;
-  test::FakeClock clock;
-  ComposedHost host;
-  Options opts;
-  test::ScopedEnv env;
-  struct {
-    std::optional<GpuInventory> gpus;
-  } facts;
-  std::map<std::string, std::string> before;
-};
+using DriverSim = test::DriverSimHost;
+using test::kSimVars;
 
 TEST_CASE("the driver stage is named for its layer and changes nothing",
           "[driver]") {
@@ -81,14 +34,14 @@ TEST_CASE("the driver stage is named for its layer and changes nothing",
   REQUIRE(stage != nullptr);
   CHECK(stage->name() == "driver");
   CHECK(stage->layer() == "NVIDIA driver");
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   Context ctx(sim.host, sim.opts, sim.clock.steady_now());
   CHECK(stage->apply(ctx, Check{}).ok());
 }
 
 TEST_CASE("one healthy H200 is satisfied, with the inventory kept as a fact",
           "[driver]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   Check c = sim.check();
   CHECK(c.status == CheckStatus::kSatisfied);
   CHECK(c.code == "driver.ok");
@@ -109,7 +62,7 @@ TEST_CASE("one healthy H200 is satisfied, with the inventory kept as a fact",
 }
 
 TEST_CASE("eight identical GPUs are summarised as one group", "[driver]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   sim.env.set("GPUNODE_SIM_GPU_COUNT", "8");
   Check c = sim.check();
   CHECK(c.status == CheckStatus::kSatisfied);
@@ -126,7 +79,7 @@ TEST_CASE("eight identical GPUs are summarised as one group", "[driver]") {
 
 TEST_CASE("MIG enabled is satisfied but warns about migStrategy none",
           "[driver]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   sim.env.set("GPUNODE_SIM_GPU_MIG", "Enabled");
   Check c = sim.check();
   CHECK(c.status == CheckStatus::kSatisfied);
@@ -141,7 +94,7 @@ TEST_CASE("MIG enabled is satisfied but warns about migStrategy none",
 
 TEST_CASE("a unified-memory GPU reports no memory and is still satisfied",
           "[driver]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   sim.env.set("GPUNODE_SIM_GPU_MEMORY", "[N/A]");
   Check c = sim.check();
   CHECK(c.status == CheckStatus::kSatisfied);
@@ -155,7 +108,7 @@ TEST_CASE("a unified-memory GPU reports no memory and is still satisfied",
 
 TEST_CASE("no kernel module is blocked before nvidia-smi is asked",
           "[driver]") {
-  SimHost sim("no-driver");
+  DriverSim sim("no-driver");
   // Were nvidia-smi asked, it would answer "ok".
   Check c = sim.check();
   CHECK(c.status == CheckStatus::kBlocked);
@@ -171,7 +124,7 @@ TEST_CASE(
     "nvidia-smi that cannot reach the driver is blocked as no "
     "communication",
     "[driver]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   sim.env.set("GPUNODE_SIM_GPU_MODE", "no-driver");
   Check c = sim.check();
   CHECK(c.status == CheckStatus::kBlocked);
@@ -183,7 +136,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a driver that sees no GPU is blocked as no GPUs", "[driver]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   sim.env.set("GPUNODE_SIM_GPU_MODE", "no-devices");
   Check c = sim.check();
   CHECK(c.status == CheckStatus::kBlocked);
@@ -196,7 +149,7 @@ TEST_CASE(
     "a module and user-space driver of different versions are blocked "
     "as a mismatch",
     "[driver]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   sim.env.set("GPUNODE_SIM_GPU_DRIVER", "575.57.08");
   Check c = sim.check();
   CHECK(c.status == CheckStatus::kBlocked);
@@ -209,7 +162,7 @@ TEST_CASE(
 
 TEST_CASE("a driver older than --min-driver is blocked, naming both versions",
           "[driver]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   sim.opts.min_driver = "590.48.01";
   Check c = sim.check();
   CHECK(c.status == CheckStatus::kBlocked);
@@ -223,7 +176,7 @@ TEST_CASE("a driver older than --min-driver is blocked, naming both versions",
 TEST_CASE("a driver at or above --min-driver is satisfied", "[driver]") {
   for (const char* min : {"550.54.15", "580.159.04", "580.159", "580"}) {
     INFO(min);
-    SimHost sim("good-v3");
+    DriverSim sim("good-v3");
     sim.opts.min_driver = min;
     Check c = sim.check();
     CHECK(c.status == CheckStatus::kSatisfied);
@@ -233,7 +186,7 @@ TEST_CASE("a driver at or above --min-driver is satisfied", "[driver]") {
 
 TEST_CASE("an old proprietary driver is read from /proc and judged too old",
           "[driver]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   test::write_text(
       sim.root + "/proc/driver/nvidia/version",
       "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  "
@@ -250,7 +203,7 @@ TEST_CASE("an old proprietary driver is read from /proc and judged too old",
 }
 
 TEST_CASE("no way to ask the driver is blocked with the reason", "[driver]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   test::TempDir empty;
   // bash for nothing: nvidia-smi simply is not on this PATH.
   sim.env.set("PATH", empty.path());
@@ -263,7 +216,7 @@ TEST_CASE("no way to ask the driver is blocked with the reason", "[driver]") {
 }
 
 TEST_CASE("a hung nvidia-smi is killed at the run's deadline", "[driver]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   sim.env.set("GPUNODE_SIM_GPU_MODE", "hang");
   Check c = sim.check(milliseconds(300));
   CHECK(c.status == CheckStatus::kBlocked);
@@ -274,7 +227,7 @@ TEST_CASE("a hung nvidia-smi is killed at the run's deadline", "[driver]") {
 
 TEST_CASE("an unfamiliar /proc version text warns and still checks the GPUs",
           "[driver]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   test::write_text(sim.root + "/proc/driver/nvidia/version", "something new\n");
   Check c = sim.check();
   CHECK(c.status == CheckStatus::kSatisfied);
@@ -283,7 +236,7 @@ TEST_CASE("an unfamiliar /proc version text warns and still checks the GPUs",
 
 TEST_CASE("the driver stage's inputs name root, --min-driver and the module",
           "[driver]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   sim.opts.min_driver = "550.54.15";
   Context ctx(sim.host, sim.opts, sim.clock.steady_now());
   const std::string in = make_driver_stage()->inputs(ctx);
@@ -297,7 +250,7 @@ TEST_CASE("the driver stage's inputs name root, --min-driver and the module",
 
 TEST_CASE("driver facts: the H200's inventory as fields (docs/json-events.md)",
           "[driver][facts]") {
-  SimHost sim("good-v3");
+  DriverSim sim("good-v3");
   SECTION("one GPU, no minimum") {
     Check c = sim.check();
     REQUIRE(c.status == CheckStatus::kSatisfied);

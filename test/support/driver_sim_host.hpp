@@ -1,0 +1,88 @@
+// A simulated GPU host for the driver layer's tests: a host tree from
+// test/sim/host-tree.sh under a temporary root (so NVML and CUDA are not
+// asked: --root), the real file system and process runner over it, a fake
+// clock, and the simulated nvidia-smi, dmesg and systemctl first on PATH.
+// use_libraries() turns it into a host at "/" whose file system is still
+// the tree, with NVML and libcuda the stand-ins in build/test/stub-driver.
+#pragma once
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gpunode/context.hpp"
+#include "gpunode/stage.hpp"
+#include "gpunode/system_host.hpp"
+#include "stages/stages.hpp"
+#include "test_support.hpp"
+
+namespace gpunode::test {
+
+using std::chrono::milliseconds;
+
+inline const char* kSimVars[] = {
+    "GPUNODE_SIM_GPU_MODE", "GPUNODE_SIM_GPU_COUNT", "GPUNODE_SIM_GPU_MIG",
+    "GPUNODE_SIM_GPU_MEMORY", "GPUNODE_SIM_GPU_DRIVER", "GPUNODE_SIM_GPU_Q",
+    "GPUNODE_SIM_KERNEL_LOG"};
+
+inline std::string old_path() {
+  const char* p = std::getenv("PATH");
+  return p ? p : "/usr/local/bin:/usr/bin:/bin";
+}
+
+// A host tree under a temporary root, the real file system and process
+// runner over it, a fake clock, and the simulated nvidia-smi first on PATH.
+struct DriverSimHost {
+  explicit DriverSimHost(const std::string& scenario)
+      : root(tmp.path() + "/root"),
+        fs((make_host_tree(root, scenario),
+            make_rooted_file_system(root))),
+        proc(make_posix_process_runner()),
+        host(*fs, *proc, clock, 0, "gpu-node-1") {
+    opts.root = root;
+    for (const char* var : kSimVars) env.unset(var);
+    env.set("PATH", std::string(GPUNODE_TEST_SIM) + "/bin:" + old_path());
+    env.set("GPUNODE_SIM_ROOT", root);
+  }
+
+  // A host at "/" (NVML and CUDA asked) over the same tree, with the
+  // stand-in libraries.
+  void use_libraries() {
+    opts.root = "/";
+    opts.nvml_library = std::string(GPUNODE_TEST_STUB_DRIVER) +
+                        "/libnvidia-ml.so.1";
+    opts.cuda_library = std::string(GPUNODE_TEST_STUB_DRIVER) + "/libcuda.so.1";
+  }
+
+  // Runs check() with `time_left` before the run's deadline.
+  Check check(milliseconds time_left = std::chrono::minutes(10)) {
+    Context ctx(host, opts, clock.steady_now() + time_left);
+    auto stage = make_driver_stage();
+    before = snapshot_tree(root);
+    Check c = stage->check(ctx);
+    // What the driver layer counted, as a later stage would read it.
+    facts.gpus.reset();
+    if (auto found = ctx.gpus()) facts.gpus = **found;
+    return c;
+  }
+
+  bool tree_unchanged() const { return snapshot_tree(root) == before; }
+
+  TempDir tmp;
+  std::string root;
+  std::unique_ptr<FileSystem> fs;
+  std::unique_ptr<ProcessRunner> proc;
+  FakeClock clock;
+  ComposedHost host;
+  Options opts;
+  ScopedEnv env;
+  struct {
+    std::optional<GpuInventory> gpus;
+  } facts;
+  std::map<std::string, std::string> before;
+};
+
+}  // namespace gpunode::test
