@@ -9,9 +9,10 @@
  *                                   (9 driver not loaded, 18 library and
  *                                   kernel module versions differ)
  *   GPUNODE_STUB_NVML_GPUS=<n>      n GPUs (8 for an HGX board), each with
- *                                   its own bus id (00000000:<18+i*16>:00.0
- *                                   in hex, as HGX boards space them), UUID
- *                                   and minor number i
+ *                                   its own bus id (00000000:XX:00.0 with
+ *                                   XX = 0x18 + 0x10 * i, as in the derived
+ *                                   readings of test/fixtures/gpu/derived),
+ *                                   UUID and minor number i
  *   GPUNODE_STUB_NVML_FABRIC=not-supported | not-started | in-progress
  *                           | completed
  *                                   nvmlDeviceGetGpuFabricInfo's state;
