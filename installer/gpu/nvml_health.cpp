@@ -1,6 +1,10 @@
-// Layouts and constants below are nvml.h's (NVML API reference, "Device
-// Queries" and "Fabric"); NCCL's src/include/nvmlwrap.h extracts the same
-// nvmlGpuFabricInfo_t for its own dlopen of NVML.
+// Layouts and constants below are nvml.h's, as the NVML API reference
+// documents them (docs.nvidia.com/deploy/nvml-api: "Device Queries",
+// "Fabric definitions", nvmlGpuFabricInfo_t, nvmlPciInfo_t); NCCL's
+// src/include/nvmlwrap.h extracts the same nvmlGpuFabricInfo_t for its own
+// dlopen of NVML. The unversioned nvmlDeviceGetGpuFabricInfo (R535 and
+// later, kept by later drivers beside the versioned ...InfoV) is used: its
+// struct has no version field to get wrong.
 #include "gpu/nvml_health.hpp"
 
 #include <cstdint>

@@ -3,7 +3,8 @@
  * environment variables, so one process can try every case. With none set
  * it answers as the real H200 of test/fixtures/gpu/h200-580.159.04 did: one
  * GPU at bus 00000000:00:06.0, minor 0, persistence mode on, fabric
- * NOT_SUPPORTED (no NVSwitch), no ECC error, nothing pending.
+ * NOT_SUPPORTED (no NVSwitch), no ECC error, no page retirement
+ * (NOT_SUPPORTED), no row remap pending or failed.
  *
  *   GPUNODE_STUB_NVML_INIT=<rc>     nvmlInit_v2 answers this nvmlReturn_t
  *                                   (9 driver not loaded, 18 library and
@@ -27,7 +28,11 @@
  *                                   <gpu> (the others 0)
  *   GPUNODE_STUB_NVML_REMAP=<gpu>:pending | <gpu>:failed
  *                                   nvmlDeviceGetRemappedRows of GPU <gpu>
- *   GPUNODE_STUB_NVML_RETIRED=<gpu> GPU <gpu> has retired pages pending
+ *   GPUNODE_STUB_NVML_RETIRED=<gpu> page retirement answers, as on a
+ *                                   pre-Ampere GPU: GPU <gpu> has retired
+ *                                   pages pending, the others none; unset,
+ *                                   it answers NOT_SUPPORTED, as Hopper
+ *                                   (row remapping instead) does
  *   GPUNODE_STUB_NVML_PERSISTENCE=off
  *                                   persistence mode disabled on every GPU
  *   GPUNODE_STUB_NVML_OLD=1         the health and fabric calls answer
@@ -200,6 +205,7 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(void* d, int type, int counter,
 nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(void* d,
                                                     unsigned* pending) {
   if (old_driver()) return kFunctionNotFound;
+  if (env("GPUNODE_STUB_NVML_RETIRED") == NULL) return kNotSupported;
   *pending = for_gpu("GPUNODE_STUB_NVML_RETIRED", d) != NULL ? 1 : 0;
   return kSuccess;
 }

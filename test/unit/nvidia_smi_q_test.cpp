@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "h200_health.hpp"
 #include "test_support.hpp"
 
 namespace gpunode {
@@ -19,25 +20,19 @@ std::vector<GpuHealth> parse_fixture(const std::string& relative) {
   return *parsed;
 }
 
-// What the real H200 reports: nothing wrong, no fabric.
-void check_healthy_h200(const GpuHealth& h) {
-  CHECK(h.pci_bus_id == "00000000:00:06.0");
-  CHECK(h.minor_number == std::optional<unsigned>(0));
-  CHECK(h.persistence_mode == std::optional<bool>(true));
-  CHECK(h.fabric == GpuHealth::Fabric::kNotSupported);
-  CHECK(h.fabric_status.empty());
-  CHECK(h.ecc_uncorrectable_volatile == std::optional<std::uint64_t>(0));
-  // Hopper has row remapping, not page retirement: Retired Pages is N/A.
-  CHECK_FALSE(h.retired_pages_pending.has_value());
-  CHECK(h.remapping_pending == std::optional<bool>(false));
-  CHECK(h.remapping_failed == std::optional<bool>(false));
+// The one GPU block of `text`.
+GpuHealth only_gpu(const std::string& text) {
+  auto gpus = parse_nvidia_smi_q(text);
+  REQUIRE(gpus.ok());
+  REQUIRE(gpus->size() == 1);
+  return (*gpus)[0];
 }
 
 TEST_CASE("nvidia-smi -q: the real H200 reading", "[health]") {
   CHECK(nvidia_smi_q_argv() == std::vector<std::string>{"nvidia-smi", "-q"});
   auto gpus = parse_fixture("gpu/h200-580.159.04/nvidia-smi-q.txt");
   REQUIRE(gpus.size() == 1);
-  check_healthy_h200(gpus[0]);
+  test::check_real_h200_health(gpus[0]);
 }
 
 TEST_CASE("nvidia-smi -q -d ECC,...: the real H200's ECC sections",
@@ -111,12 +106,9 @@ TEST_CASE(
       "    Remapped Rows\n"
       "        Pending                               : No\n"
       "        Remapping Failure Occurred            : Yes\n";
-  auto gpus = parse_nvidia_smi_q(text);
-  REQUIRE(gpus.ok());
-  REQUIRE(gpus->size() == 1);
-  CHECK((*gpus)[0].ecc_uncorrectable_volatile ==
-        std::optional<std::uint64_t>(7));
-  CHECK((*gpus)[0].remapping_failed == std::optional<bool>(true));
+  const GpuHealth h = only_gpu(text);
+  CHECK(h.ecc_uncorrectable_volatile == std::optional<std::uint64_t>(7));
+  CHECK(h.remapping_failed == std::optional<bool>(true));
 }
 
 TEST_CASE("nvidia-smi -q: N/A, [N/A] and Not Supported leave fields empty",
@@ -134,10 +126,7 @@ TEST_CASE("nvidia-smi -q: N/A, [N/A] and Not Supported leave fields empty",
       "    Fabric\n"
       "        State                                 : Not Supported\n"
       "        Status                                : N/A\n";
-  auto gpus = parse_nvidia_smi_q(text);
-  REQUIRE(gpus.ok());
-  REQUIRE(gpus->size() == 1);
-  const GpuHealth& h = (*gpus)[0];
+  const GpuHealth h = only_gpu(text);
   CHECK(h.pci_bus_id == "00000000:3B:00.0");
   CHECK_FALSE(h.persistence_mode.has_value());
   CHECK_FALSE(h.minor_number.has_value());
@@ -150,12 +139,11 @@ TEST_CASE("nvidia-smi -q: N/A, [N/A] and Not Supported leave fields empty",
 
 TEST_CASE("nvidia-smi -q: a pre-Ampere GPU's retired pages pending",
           "[health]") {
-  auto gpus = parse_nvidia_smi_q(
+  const GpuHealth h = only_gpu(
       "GPU 00000000:3B:00.0\n"
       "    Retired Pages\n"
       "        Pending Page Blacklist                : Yes\n");
-  REQUIRE(gpus.ok());
-  CHECK((*gpus)[0].retired_pages_pending == std::optional<bool>(true));
+  CHECK(h.retired_pages_pending == std::optional<bool>(true));
 }
 
 TEST_CASE("nvidia-smi -q: odd values and misplaced fields are not read",
@@ -175,10 +163,7 @@ TEST_CASE("nvidia-smi -q: odd values and misplaced fields are not read",
       "            DRAM Uncorrectable                : 99999999999999999999\r\n"
       "    Fabric\r\n"
       "        State                                 : Sideways\r\n";
-  auto gpus = parse_nvidia_smi_q(text);
-  REQUIRE(gpus.ok());
-  REQUIRE(gpus->size() == 1);
-  const GpuHealth& h = (*gpus)[0];
+  const GpuHealth h = only_gpu(text);
   CHECK(h.pci_bus_id == "00000000:3B:00.0");
   CHECK_FALSE(h.persistence_mode.has_value());
   CHECK_FALSE(h.minor_number.has_value());
@@ -213,7 +198,7 @@ TEST_CASE("the simulated nvidia-smi -q: one block per GPU, or a fixture",
     auto gpus = parse_nvidia_smi_q(run.out);
     REQUIRE(gpus.ok());
     REQUIRE(gpus->size() == 3);
-    check_healthy_h200((*gpus)[0]);
+    test::check_real_h200_health((*gpus)[0]);
     CHECK((*gpus)[1].pci_bus_id == "00000000:00:07.0");
     CHECK((*gpus)[2].pci_bus_id == "00000000:00:08.0");
     CHECK((*gpus)[2].minor_number == std::optional<unsigned>(2));

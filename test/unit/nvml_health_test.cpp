@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gpu/nvml.hpp"
+#include "h200_health.hpp"
 #include "test_support.hpp"
 
 namespace gpunode {
@@ -46,16 +47,7 @@ TEST_CASE("NVML health of the stand-in's default is the real H200's",
   auto gpus = stub.gpus();
   REQUIRE(gpus.size() == 1);
   CHECK(gpus[0].name == "NVIDIA H200 (fake NVML)");
-  const GpuHealth& h = gpus[0].health;
-  CHECK(h.pci_bus_id == "00000000:00:06.0");
-  CHECK(h.minor_number == std::optional<unsigned>(0));
-  CHECK(h.persistence_mode == std::optional<bool>(true));
-  CHECK(h.fabric == GpuHealth::Fabric::kNotSupported);
-  CHECK(h.fabric_status.empty());
-  CHECK(h.ecc_uncorrectable_volatile == std::optional<std::uint64_t>(0));
-  CHECK(h.retired_pages_pending == std::optional<bool>(false));
-  CHECK(h.remapping_pending == std::optional<bool>(false));
-  CHECK(h.remapping_failed == std::optional<bool>(false));
+  test::check_real_h200_health(gpus[0].health);
 }
 
 TEST_CASE("NVML health of an 8-GPU board: a bus id, minor and UUID each",
@@ -148,9 +140,13 @@ TEST_CASE("NVML row remapping: pending and failed, on the GPU named",
 
 TEST_CASE("NVML retired pages pending and persistence mode off", "[health]") {
   Stub stub;
-  SECTION("retired pages pending") {
+  SECTION("retired pages pending (a pre-Ampere GPU)") {
+    stub.env.set("GPUNODE_STUB_NVML_GPUS", "2");
     stub.env.set("GPUNODE_STUB_NVML_RETIRED", "0");
-    CHECK(stub.only().retired_pages_pending == std::optional<bool>(true));
+    auto gpus = stub.gpus();
+    REQUIRE(gpus.size() == 2);
+    CHECK(gpus[0].health.retired_pages_pending == std::optional<bool>(true));
+    CHECK(gpus[1].health.retired_pages_pending == std::optional<bool>(false));
   }
   SECTION("persistence off") {
     stub.env.set("GPUNODE_STUB_NVML_PERSISTENCE", "off");
