@@ -106,7 +106,10 @@ GpuHealth read_nvml_health(const SharedLibrary& nvml, NvmlDevice device) {
                             : "NVML error " + std::to_string(fabric.status);
       }
     } else if (rc == kNvmlNotSupported) {
-      // What a GPU with no NVSwitch to join answers (the H200 PCIe here).
+      // A GPU older than the call (the NVML reference lists it for Hopper
+      // and later). The real H200 PCIe, with no NVSwitch to join, answers
+      // success and the state NOT_SUPPORTED instead
+      // (test/fixtures/gpu/h200-580.159.04/nvml-health.txt).
       health.fabric = GpuHealth::Fabric::kNotSupported;
     }
   }

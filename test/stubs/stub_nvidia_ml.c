@@ -15,11 +15,15 @@
  *                                   readings of test/fixtures/gpu/derived),
  *                                   UUID and minor number i
  *   GPUNODE_STUB_NVML_FABRIC=not-supported | not-started | in-progress
- *                           | completed
+ *                           | completed | call-not-supported
  *                                   nvmlDeviceGetGpuFabricInfo's state;
  *                                   not-supported (the default) answers
- *                                   NVML_ERROR_NOT_SUPPORTED, as the real
- *                                   H200 PCIe does
+ *                                   success with NVML_GPU_FABRIC_STATE_
+ *                                   NOT_SUPPORTED, as the real H200 PCIe
+ *                                   does (h200-580.159.04/nvml-health.txt);
+ *                                   call-not-supported answers
+ *                                   NVML_ERROR_NOT_SUPPORTED, as a GPU
+ *                                   older than Hopper does
  *   GPUNODE_STUB_NVML_FABRIC_STATUS=<rc>
  *                                   the fabric's status once completed
  *                                   (default 0, Success)
@@ -39,7 +43,8 @@
  *                                   NVML_ERROR_FUNCTION_NOT_FOUND (13), as
  *                                   a driver older than them does
  *
- * Return codes are nvml.h's nvmlReturn_t values. */
+ * Return codes are nvml.h's nvmlReturn_t values; the error strings are the
+ * real driver's (h200-580.159.04/nvml-health.txt). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,7 +111,7 @@ const char* nvmlErrorString(nvmlReturn_t r) {
     case 13:
       return "Function Not Found";
     case 18:
-      return "RM has detected an NVML/RM version mismatch.";
+      return "Driver/library version mismatch";
     default:
       return "Unknown Error";
   }
@@ -177,9 +182,11 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfo(void* d, nvmlGpuFabricInfo_t* f) {
   (void)d;
   if (old_driver()) return kFunctionNotFound;
   const char* v = env("GPUNODE_STUB_NVML_FABRIC");
-  if (v == NULL || strcmp(v, "not-supported") == 0) return kNotSupported;
+  if (v != NULL && strcmp(v, "call-not-supported") == 0) return kNotSupported;
   memset(f, 0, sizeof *f);
-  if (strcmp(v, "not-started") == 0)
+  if (v == NULL || strcmp(v, "not-supported") == 0)
+    f->state = 0;
+  else if (strcmp(v, "not-started") == 0)
     f->state = 1;
   else if (strcmp(v, "in-progress") == 0)
     f->state = 2;

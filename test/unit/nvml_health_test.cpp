@@ -76,6 +76,7 @@ TEST_CASE("NVML fabric states map onto GpuHealth::Fabric", "[health]") {
   };
   const Case cases[] = {
       {"not-supported", GpuHealth::Fabric::kNotSupported, ""},
+      {"call-not-supported", GpuHealth::Fabric::kNotSupported, ""},
       {"not-started", GpuHealth::Fabric::kNotStarted, ""},
       {"in-progress", GpuHealth::Fabric::kInProgress, ""},
       {"completed", GpuHealth::Fabric::kCompleted, "Success"},
