@@ -1,27 +1,16 @@
-// NVML through dlopen. The few declarations below mirror nvml.h (which is
-// not packaged for Debian's build hosts and would tie us to one driver's
-// headers); they are part of NVML's stable C ABI.
+// NVML through dlopen. The declarations below and in nvml_abi.hpp mirror
+// nvml.h (NVML API reference); they are part of NVML's stable C ABI.
 #include "gpu/nvml.hpp"
 
 #include <string>
 #include <utility>
 
+#include "gpu/nvml_abi.hpp"
+#include "gpu/nvml_health.hpp"
 #include "gpu/shared_library.hpp"
 
 namespace gpunode {
 namespace {
-
-// nvmlReturn_t is a C enum, passed and returned as an int.
-using NvmlReturn = int;
-constexpr NvmlReturn kNvmlSuccess = 0;
-constexpr NvmlReturn kNvmlNotSupported = 3;
-constexpr NvmlReturn kNvmlNoPermission = 4;
-constexpr NvmlReturn kNvmlDriverNotLoaded = 9;
-constexpr NvmlReturn kNvmlLibRmVersionMismatch = 18;
-
-// nvmlDevice_t is an opaque pointer.
-struct NvmlDeviceOpaque;
-using NvmlDevice = NvmlDeviceOpaque*;
 
 // nvmlMemory_t (the v1 struct that nvmlDeviceGetMemoryInfo fills).
 struct NvmlMemory {
@@ -208,6 +197,7 @@ NvmlAnswer query_nvml(const std::string& library) {
         return failure("nvmlDeviceGetMigMode" + which, rc);
       }
     }
+    gpu.health = read_nvml_health(lib, device);
     inventory.gpus.push_back(std::move(gpu));
   }
   return NvmlAnswer{NvmlOutcome::kOk, std::move(inventory)};
