@@ -14,9 +14,10 @@ namespace {
 using test::any_contains;
 using DriverSim = test::DriverSimHost;
 
-TEST_CASE("below the driver: a healthy single H200 says it is not an "
-          "NVSwitch system",
-          "[driver][below-driver]") {
+TEST_CASE(
+    "below the driver: a healthy single H200 says it is not an "
+    "NVSwitch system",
+    "[driver][below-driver]") {
   DriverSim sim("good-v3");
   Check c = sim.check();
   INFO(c.code << ": " << c.summary << " / " << c.fix);
@@ -51,9 +52,10 @@ TEST_CASE("below the driver: nvidia-uvm not loaded blocks, naming modprobe",
   CHECK(sim.tree_unchanged());
 }
 
-TEST_CASE("below the driver: nvidia-uvm loaded without its node needs only "
-          "nvidia-modprobe",
-          "[driver][below-driver]") {
+TEST_CASE(
+    "below the driver: nvidia-uvm loaded without its node needs only "
+    "nvidia-modprobe",
+    "[driver][below-driver]") {
   DriverSim sim("uvm-node-missing");
   Check c = sim.check();
   CHECK(c.code == "driver.uvm-missing");
@@ -69,14 +71,15 @@ TEST_CASE("below the driver: missing /dev/nvidiactl and GPU nodes block",
   Check c = sim.check();
   CHECK(c.code == "driver.device-node-missing");
   CHECK_THAT(c.summary, Catch::Contains("/dev/nvidiactl"));
-  CHECK_THAT(c.summary, Catch::Contains("1 of 1 /dev/nvidia<N>"));
+  CHECK_THAT(c.summary, Catch::Contains("/dev/nvidia0 (GPU 0)"));
   CHECK_THAT(c.fix, Catch::StartsWith("sudo nvidia-modprobe -c=0"));
   CHECK(sim.tree_unchanged());
 }
 
-TEST_CASE("below the driver: a missing node is blocked before CUDA or "
-          "Fabric Manager is asked",
-          "[driver][below-driver]") {
+TEST_CASE(
+    "below the driver: a missing node is blocked before CUDA or "
+    "Fabric Manager is asked",
+    "[driver][below-driver]") {
   // An NVSwitch board without Fabric Manager AND without nvidia-uvm: the
   // lower part is named.
   DriverSim sim("hgx-no-fm");
@@ -86,16 +89,18 @@ TEST_CASE("below the driver: a missing node is blocked before CUDA or "
   CHECK_FALSE(c.facts.contains("fabric"));
 }
 
-TEST_CASE("below the driver: an HGX board with Fabric Manager active is "
-          "satisfied",
-          "[driver][below-driver][fabric]") {
+TEST_CASE(
+    "below the driver: an HGX board with Fabric Manager active is "
+    "satisfied",
+    "[driver][below-driver][fabric]") {
   DriverSim sim("hgx");
   Check c = sim.check();
   INFO(c.code << ": " << c.summary << " / " << c.fix);
   REQUIRE(c.status == CheckStatus::kSatisfied);
-  CHECK(any_contains(c.details, "Fabric Manager 580.159.04: active; this is "
-                                "an NVSwitch system (4 NVSwitch(es) on the "
-                                "PCI bus, 4 /dev/nvidia-nvswitch node(s))"));
+  CHECK(any_contains(c.details,
+                     "Fabric Manager 580.159.04: active; this is "
+                     "an NVSwitch system (4 NVSwitch(es) on the "
+                     "PCI bus, 4 /dev/nvidia-nvswitch node(s))"));
   const auto& fm = c.facts["fabric"]["fabric_manager"];
   CHECK(fm["service"] == "active");
   CHECK(fm["installed"] == true);
@@ -104,18 +109,19 @@ TEST_CASE("below the driver: an HGX board with Fabric Manager active is "
   CHECK(sim.tree_unchanged());
 }
 
-TEST_CASE("below the driver: an HGX board without Fabric Manager names the "
-          "exact package",
-          "[driver][below-driver][fabric]") {
+TEST_CASE(
+    "below the driver: an HGX board without Fabric Manager names the "
+    "exact package",
+    "[driver][below-driver][fabric]") {
   DriverSim sim("hgx-no-fm");
   Check c = sim.check();
   CHECK(c.status == CheckStatus::kBlocked);
   CHECK(c.code == "driver.fabric-manager-missing");
   CHECK_THAT(c.summary, Catch::Contains("this is an NVSwitch system"));
   CHECK_THAT(c.summary, Catch::Contains("802"));
-  CHECK_THAT(c.fix, Catch::Contains(
-                        "sudo apt-get install nvidia-fabricmanager-580="
-                        "580.159.04-1"));
+  CHECK_THAT(c.fix,
+             Catch::Contains("sudo apt-get install nvidia-fabricmanager-580="
+                             "580.159.04-1"));
   CHECK_THAT(c.fix, Catch::Contains("nvidia-fabricmanager-580-580.159.04-1"));
   CHECK(c.facts["fabric"]["fabric_manager"]["installed"] == false);
   CHECK(sim.tree_unchanged());
@@ -133,9 +139,10 @@ TEST_CASE("below the driver: Fabric Manager installed but stopped",
   CHECK(sim.tree_unchanged());
 }
 
-TEST_CASE("below the driver: Fabric Manager of another version than the "
-          "driver",
-          "[driver][below-driver][fabric]") {
+TEST_CASE(
+    "below the driver: Fabric Manager of another version than the "
+    "driver",
+    "[driver][below-driver][fabric]") {
   DriverSim sim("hgx-fm-mismatch");
   Check c = sim.check();
   CHECK(c.code == "driver.fabric-manager-version");
@@ -143,6 +150,126 @@ TEST_CASE("below the driver: Fabric Manager of another version than the "
                                         "match driver 580.159.04"));
   CHECK_THAT(c.fix, Catch::Contains("nvidia-fabricmanager-580=580.159.04-1"));
   CHECK(sim.tree_unchanged());
+}
+
+std::string derived(const std::string& name) {
+  return std::string(GPUNODE_TEST_FIXTURES) + "/gpu/derived/" + name;
+}
+
+// Makes `sim` an HGX board of 8 GPUs whose nvidia-smi -q is the derived
+// reading `q`.
+void hgx_board(DriverSim& sim, const std::string& q) {
+  sim.env.set("GPUNODE_SIM_GPU_COUNT", "8");
+  sim.env.set("GPUNODE_SIM_GPU_Q", derived(q));
+}
+
+TEST_CASE("below the driver: an HGX board whose fabric is complete",
+          "[driver][below-driver][fabric]") {
+  DriverSim sim("hgx");
+  hgx_board(sim, "hgx-8gpu-q-fabric-completed.txt");
+  Check c = sim.check();
+  INFO(c.code << ": " << c.summary << " / " << c.fix);
+  REQUIRE(c.status == CheckStatus::kSatisfied);
+  CHECK_THAT(c.summary, Catch::StartsWith("8 GPUs: 8x NVIDIA H200"));
+  CHECK(c.facts["fabric"]["evidence"].front() == "GPU fabric state reported");
+  CHECK(c.facts["fabric"]["gpus"].size() == 8);
+  CHECK(c.facts["fabric"]["gpus"][7]["state"] == "completed");
+  CHECK(any_contains(c.details, "fabric complete on every GPU"));
+}
+
+TEST_CASE("below the driver: Fabric Manager runs but the fabric is not set up",
+          "[driver][below-driver][fabric]") {
+  DriverSim sim("hgx");
+  hgx_board(sim, "hgx-8gpu-q-fabric-not-started.txt");
+  Check c = sim.check();
+  CHECK(c.code == "driver.fabric-incomplete");
+  CHECK_THAT(c.summary,
+             Catch::Contains("GPU 0 not-started, GPU 1 not-started"));
+  CHECK(c.facts["fabric"]["gpus"][0]["state"] == "not-started");
+  CHECK(sim.tree_unchanged());
+}
+
+TEST_CASE(
+    "below the driver: a stopped Fabric Manager is named before the "
+    "fabric state it causes",
+    "[driver][below-driver][fabric]") {
+  DriverSim sim("hgx-fm-stopped");
+  hgx_board(sim, "hgx-8gpu-q-fabric-in-progress.txt");
+  Check c = sim.check();
+  CHECK(c.code == "driver.fabric-manager-inactive");
+  CHECK(c.facts["fabric"]["gpus"][3]["state"] == "in-progress");
+}
+
+TEST_CASE("below the driver: GPU fabric states alone make an NVSwitch system",
+          "[driver][below-driver][fabric]") {
+  // No NVSwitch visible on the bus (a VM given the GPUs only), but the GPUs
+  // report a fabric: Fabric Manager is still needed.
+  DriverSim sim("good-v3");
+  hgx_board(sim, "hgx-8gpu-q-fabric-not-started.txt");
+  Check c = sim.check();
+  CHECK(c.code == "driver.fabric-manager-missing");
+  CHECK(c.facts["fabric"]["evidence"] ==
+        nlohmann::json({"GPU fabric state reported"}));
+}
+
+TEST_CASE(
+    "health: an Xid the device plugin counts names the GPU, as a "
+    "warning",
+    "[driver][below-driver][health]") {
+  DriverSim sim("hgx");
+  hgx_board(sim, "hgx-8gpu-q-fabric-completed.txt");
+  sim.env.set("GPUNODE_SIM_KERNEL_LOG", derived("dmesg-xid-79.txt"));
+  Check c = sim.check();
+  REQUIRE(c.status == CheckStatus::kSatisfied);
+  CHECK(any_contains(c.warnings,
+                     "GPU 2 (00000000:38:00.0) had Xid 79 (GPU has fallen "
+                     "off the bus) since boot"));
+  CHECK(any_contains(c.warnings, "the device plugin marks the GPU unhealthy"));
+  CHECK(any_contains(c.warnings, "sudo nvidia-smi -r -i 2"));
+  REQUIRE(c.facts["health"].size() == 1);
+  CHECK(c.facts["health"][0]["gpu"] == 2);
+  CHECK(c.facts["health"][0]["xid"] == 79);
+  CHECK(c.facts["health"][0]["unhealthy"] == true);
+  CHECK(c.facts["health"][0]["bus_id"] == "00000000:38:00.0");
+}
+
+TEST_CASE("health: contained and uncontained ECC Xids on two GPUs",
+          "[driver][below-driver][health]") {
+  DriverSim sim("hgx");
+  hgx_board(sim, "hgx-8gpu-q-fabric-completed.txt");
+  sim.env.set("GPUNODE_SIM_KERNEL_LOG", derived("dmesg-xid-94-95.txt"));
+  Check c = sim.check();
+  REQUIRE(c.facts["health"].size() == 2);
+  CHECK(c.facts["health"][0]["gpu"] == 1);
+  CHECK(c.facts["health"][0]["xid"] == 94);
+  CHECK(c.facts["health"][1]["gpu"] == 4);
+  CHECK(c.facts["health"][1]["xid"] == 95);
+}
+
+TEST_CASE("health: uncorrectable ECC errors and a pending row remap warn",
+          "[driver][below-driver][health]") {
+  DriverSim sim("good-v3");
+  sim.env.set("GPUNODE_SIM_GPU_Q", derived("h200-q-ecc-remap-pending.txt"));
+  Check c = sim.check();
+  REQUIRE(c.status == CheckStatus::kSatisfied);
+  CHECK(any_contains(c.warnings, "GPU 0 (00000000:00:06.0) has"));
+  CHECK(any_contains(c.warnings,
+                     "uncorrectable ECC error(s) since the "
+                     "driver loaded"));
+  CHECK(any_contains(c.warnings, "memory rows waiting to be remapped"));
+  std::vector<std::string> kinds;
+  for (const auto& f : c.facts["health"]) kinds.push_back(f["kind"]);
+  CHECK(kinds == std::vector<std::string>{"ecc", "row-remap"});
+}
+
+TEST_CASE("health: an unreadable kernel log is said, and blocks nothing",
+          "[driver][below-driver][health]") {
+  DriverSim sim("good-v3");
+  sim.env.set("GPUNODE_SIM_KERNEL_LOG", sim.root + "/no-such-log");
+  Check c = sim.check();
+  CHECK(c.status == CheckStatus::kSatisfied);
+  CHECK(any_contains(c.details, "kernel log not read (dmesg: exit code 1"));
+  CHECK(any_contains(c.details, "Xid errors not checked"));
 }
 
 }  // namespace
