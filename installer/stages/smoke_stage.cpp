@@ -180,28 +180,35 @@ class SmokeStage : public Stage {
     std::string phase;
     json last = json::object();
     std::optional<SmokeCause> cause;
-    std::optional<std::chrono::steady_clock::time_point> unschedulable_since;
+    // Since when the Pod has been Unschedulable (a plain pair: GCC 12
+    // warns maybe-uninitialized on an optional time_point).
+    bool unschedulable_seen = false;
+    std::chrono::steady_clock::time_point unschedulable_since{};
     std::optional<Error> lost;  // the watch failed for good
+    // The grace of an Unschedulable Pod, counted from the first sight.
+    auto unschedulable_for_good = [&]() -> std::optional<SmokeCause> {
+      auto no_fit = unschedulable(last, subject);
+      if (!no_fit) {
+        unschedulable_seen = false;
+        return std::nullopt;
+      }
+      if (!unschedulable_seen) {
+        unschedulable_seen = true;
+        unschedulable_since = clock.steady_now();
+      }
+      if (clock.steady_now() - unschedulable_since < kUnschedulableGrace)
+        return std::nullopt;
+      return no_fit;
+    };
     auto on_pod = [&](const std::string&, const json& pod) {
       last = pod;
       phase = pod["status"].value("phase", "");
       if (phase == "Succeeded" || phase == "Failed")
         return kube::WatchStep::kDone;
       cause = cause_in_status(pod, subject);
+      if (!cause) cause = unschedulable_for_good();
       if (cause) return kube::WatchStep::kDone;
       return kube::WatchStep::kContinue;
-    };
-    // The grace of an Unschedulable Pod, counted from the first sight.
-    auto unschedulable_for_good = [&]() -> std::optional<SmokeCause> {
-      auto no_fit = unschedulable(last, subject);
-      if (!no_fit) {
-        unschedulable_since.reset();
-        return std::nullopt;
-      }
-      if (!unschedulable_since) unschedulable_since = clock.steady_now();
-      if (clock.steady_now() - *unschedulable_since < kUnschedulableGrace)
-        return std::nullopt;
-      return no_fit;
     };
     while (!cause) {
       const auto slice =
