@@ -60,11 +60,19 @@ json smoke_event(const Run& r) {
   json found;
   while (std::getline(lines, line)) {
     json e = json::parse(line, nullptr, false);
-    if (e.is_object() && e.value("stage", "") == "smoke" &&
-        e.contains("facts"))
+    if (e.is_object() && e.value("stage", "") == "smoke" && e.contains("facts"))
       found = e;
   }
   return found;
+}
+
+// The smoke stage's event of a run that failed, naming `layer`.
+json failed_smoke(const Run& r, const std::string& layer) {
+  CHECK(r.exit_code == 1);
+  const json e = smoke_event(r);
+  REQUIRE(e.is_object());
+  CHECK(e["facts"]["layer"] == layer);
+  return e;
 }
 
 bool has_event(const json& facts, const std::string& reason) {
@@ -81,10 +89,7 @@ TEST_CASE("smoke e2e: the CUDA image not on the node fails fast, layer image",
   Node node;  // the device plugin's image only: no cuda-sample imported
   Timed t = smoke(node);
   INFO(t.run.err);
-  CHECK(t.run.exit_code == 1);
-  const json e = smoke_event(t.run);
-  REQUIRE(e.is_object());
-  CHECK(e["facts"]["layer"] == "image");
+  const json e = failed_smoke(t.run, "image");
   CHECK_THAT(e.value("summary", ""),
              Catch::StartsWith("image: the CUDA Pod gpunode-smoke-"));
   CHECK_THAT(e.value("summary", ""),
@@ -100,8 +105,8 @@ TEST_CASE("smoke e2e: the CUDA image not on the node fails fast, layer image",
   WARN("missing image: gpunode install --smoke took " << t.seconds << " s");
   CHECK(t.seconds < 30);
   // Deleted on this path too.
-  CHECK(node.kubectl({"get", "pods", "-o", "name"}).out.find(
-            "gpunode-smoke") == std::string::npos);
+  CHECK(node.kubectl({"get", "pods", "-o", "name"}).out.find("gpunode-smoke") ==
+        std::string::npos);
 }
 
 TEST_CASE("smoke e2e: no free slot fails after the grace, layer allocatable",
@@ -122,10 +127,7 @@ TEST_CASE("smoke e2e: no free slot fails after the grace, layer allocatable",
   }
   Timed t = smoke(node);
   INFO(t.run.err);
-  CHECK(t.run.exit_code == 1);
-  const json e = smoke_event(t.run);
-  REQUIRE(e.is_object());
-  CHECK(e["facts"]["layer"] == "allocatable");
+  const json e = failed_smoke(t.run, "allocatable");
   CHECK_THAT(e.value("summary", ""),
              Catch::Contains("no free nvidia.com/gpu slot for the CUDA Pod"));
   CHECK_THAT(e.value("summary", ""),
@@ -136,6 +138,41 @@ TEST_CASE("smoke e2e: no free slot fails after the grace, layer allocatable",
   CHECK(has_event(e["facts"], "FailedScheduling"));
   WARN("no free slot: gpunode install --smoke took " << t.seconds << " s");
   CHECK(t.seconds < 40);
-  CHECK(node.kubectl({"get", "pods", "-o", "name"}).out.find(
-            "gpunode-smoke") == std::string::npos);
+  CHECK(node.kubectl({"get", "pods", "-o", "name"}).out.find("gpunode-smoke") ==
+        std::string::npos);
+}
+
+TEST_CASE(
+    "smoke e2e: the fix of a missing image names the bundle's archive, and "
+    "it works",
+    "[e2e][cluster][smoke][bundle]") {
+  REQUIRE_PARTS();
+  Node node;
+  const std::string sample = node.cuda_sample_archive();
+  const std::string bundle = node.dir.path() + "/usb/gpunode-bundle";
+  write_text(node.dir.path() + "/usb/.keep", "");
+  Run made = run_gpunode({"bundle", "create", "--out", bundle,
+                          "--image-archive", node.archive, "--image-archive",
+                          sample, "--created", "2026-11-29T00:00:00Z"});
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  const std::vector<std::string> install{
+      "install", "--bundle",  bundle,   "--insecure-skip-signature",
+      "--smoke", "--timeout", kTimeout, "--json"};
+  Run r = node.gpunode(install);
+  INFO(r.err);
+  const json e = failed_smoke(r, "image");
+  const std::string archive =
+      bundle + "/images/cuda-sample-vectoradd-cuda12.5.0.tar";
+  CHECK(e.value("fix", "") ==
+        "sudo k3s ctr -n k8s.io images import " + archive +
+            " (the bundle's archive of "
+            "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0)");
+  // What the fix says, done (the fixture's ctr is k3s's, namespace k8s.io):
+  // the next smoke run passes.
+  REQUIRE(node.ctd.ctr({"images", "import", archive}).succeeded());
+  Run again = node.gpunode(install);
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
+  CHECK(smoke_event(again)["facts"]["result"] == "passed");
 }

@@ -91,6 +91,18 @@ void events(
   bed.kube().answer_list(kEvents + "*", items);
 }
 
+// One run of the stage (apply, then its check), as the runner does it.
+struct Ran {
+  std::string pod;
+  Check check;
+};
+Ran run_smoke(ClusterBed& bed) {
+  auto stage = make_smoke_stage();
+  REQUIRE(stage->apply(bed.context(), Check{}));
+  Ran ran{created_name(bed), stage->check(bed.context())};
+  return ran;
+}
+
 }  // namespace
 
 TEST_CASE("smoke: asked for, it always runs", "[cluster-stage][smoke]") {
@@ -287,10 +299,7 @@ TEST_CASE("smoke: an image not on the node ends the watch at once",
                           stuck(waiting_pod(reason, "Back-off pulling image")));
   bed.kube().answer_text(kPods + "/*/log", "");
   const auto started = bed.clock().steady_now();
-  auto stage = make_smoke_stage();
-  REQUIRE(stage->apply(bed.context(), Check{}));
-  const std::string name = created_name(bed);
-  Check c = stage->check(bed.context());
+  const auto [name, c] = run_smoke(bed);
   CHECK(c.status == CheckStatus::kBlocked);
   CHECK(c.code == "smoke.image");
   CHECK(c.facts["layer"] == "image");
@@ -386,10 +395,7 @@ TEST_CASE("smoke: a sandbox that cannot be made ends at the next events read",
                {"Warning", "FailedCreatePodSandBox", message}});
   bed.kube().answer_text(kPods + "/*/log", "");
   const auto started = bed.clock().steady_now();
-  auto stage = make_smoke_stage();
-  REQUIRE(stage->apply(bed.context(), Check{}));
-  const std::string name = created_name(bed);
-  Check c = stage->check(bed.context());
+  const auto [name, c] = run_smoke(bed);
   CHECK(c.code == code);
   CHECK(c.facts["layer"] == layer);
   CHECK(c.summary ==
@@ -423,10 +429,7 @@ TEST_CASE("smoke: Unschedulable ends after its grace, naming the resource",
   events(bed, {{"Warning", "FailedScheduling", said}});
   bed.kube().answer_text(kPods + "/*/log", "");
   const auto started = bed.clock().steady_now();
-  auto stage = make_smoke_stage();
-  REQUIRE(stage->apply(bed.context(), Check{}));
-  const std::string name = created_name(bed);
-  Check c = stage->check(bed.context());
+  const auto [name, c] = run_smoke(bed);
   CHECK(c.code == "smoke.unschedulable");
   CHECK(c.facts["layer"] == "allocatable");
   CHECK(c.summary == "allocatable: no free " + resource +
@@ -474,10 +477,7 @@ TEST_CASE(
                          "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n"
                          "Failed to launch vectorAdd kernel (error code no "
                          "kernel image is available)!\n\n");
-  auto stage = make_smoke_stage();
-  REQUIRE(stage->apply(bed.context(), Check{}));
-  const std::string name = created_name(bed);
-  Check c = stage->check(bed.context());
+  const auto [name, c] = run_smoke(bed);
   CHECK(c.code == "smoke.failed");
   // Five lines, the newlines between them escaped for the terminal.
   CHECK(c.summary == "smoke: the CUDA Pod " + name +
