@@ -699,3 +699,35 @@ TEST_CASE("sim: an image missing from containerd is ImagePullBackOff",
                  Catch::Contains("no such host"));
   CHECK(node.allocatable().empty());
 }
+
+TEST_CASE("sim: an image missing with pull policy Never is ErrImageNeverPull",
+          "[sim]") {
+  if (!containerd_available()) FAIL("needs root and Debian's containerd");
+  Containerd& ctd = Containerd::shared();
+  ctd.reset();
+  SimOptions options;
+  options.containerd_socket = ctd.socket();
+  SimNode node("good-v3", options);
+  write_text(node.dir.path() + "/never.yml",
+             replaced(kSmokePod,
+                      "    resources:\n      limits:\n        "
+                      "nvidia.com/gpu: 1\n",
+                      "    imagePullPolicy: Never\n"));
+  REQUIRE(node.apply({manifest("runtimeclass-nvidia.yml"),
+                      node.dir.path() + "/never.yml"})
+              .exit_code == 0);
+  // No GPU asked for: scheduled at once, then no pull is tried.
+  CHECK(eventually([&] {
+    return node.kubectl({"get", "pods"}).out.find("ErrImageNeverPull") !=
+           std::string::npos;
+  }));
+  CHECK_THAT(node.events("default"),
+             Catch::Contains("Container image "
+                             "\"nvcr.io/nvidia/k8s/cuda-sample:vectoradd-"
+                             "cuda12.5.0\" is not present with pull policy "
+                             "of Never"));
+  CHECK_THAT(node.events("default"),
+             !Catch::Contains("Failed to pull image "
+                              "\"nvcr.io/nvidia/k8s/cuda-"
+                              "sample"));
+}
