@@ -145,7 +145,7 @@ std::optional<SmokeCause> cause_in_events(const std::vector<PodEvent>& events,
     const std::string said = terminal_safe(e.message);
     const std::string start =
         "the CUDA Pod " + subject.pod + " gets no sandbox: ";
-    // containerd's CRI plugin (internal/cri/server/sandbox_run.go):
+    // containerd's CRI plugin (sandbox_run.go, pkg/cri/server in 1.7):
     // "no runtime for %q is configured" when its config has no runtime of
     // that handler name: k3s wrote its containerd config before the toolkit
     // was there (the allocatable diagnosis knows the same text).

@@ -28,11 +28,11 @@ constexpr const char* kNamespace = "default";
 constexpr std::chrono::seconds kEventsEvery(2);
 // How long an Unschedulable Pod is given before the stage ends. The
 // scheduler retries it only on a cluster event that could make it fit (a
-// pod deleted, a node changed; otherwise after 5 minutes in the
-// unschedulable queue: pkg/scheduler/backend/queue, DefaultPodMaxIn
-// UnschedulablePodsDuration): a node with no free slot now keeps none
-// free within a smoke run unless a pod ends. The grace covers just that:
-// a pod that ended a moment ago (the previous smoke Pod, deleted) and is
+// pod deleted, a node changed), else after 5 minutes in the unschedulable
+// queue (DefaultPodMaxInUnschedulablePodsDuration, pkg/scheduler/internal/
+// queue, backend/queue since 1.32): a node with no free slot now keeps none
+// free within a smoke run unless a pod ends. The grace covers just that: a
+// pod that ended a moment ago (the previous smoke Pod, deleted) and is
 // still being removed.
 constexpr std::chrono::seconds kUnschedulableGrace(10);
 

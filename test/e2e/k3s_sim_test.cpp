@@ -51,6 +51,17 @@ bool eventually(const std::function<bool()>& done,
   return done();
 }
 
+// The simulator's options for a node whose kubelet sees the shared real
+// containerd, emptied: every image an air-gapped node lacks.
+SimOptions with_empty_containerd() {
+  if (!containerd_available()) FAIL("needs root and Debian's containerd");
+  Containerd& ctd = Containerd::shared();
+  ctd.reset();
+  SimOptions options;
+  options.containerd_socket = ctd.socket();
+  return options;
+}
+
 // A host tree (host-tree.sh scenario) with the simulator running on it.
 struct SimNode {
   TempDir dir;
@@ -680,12 +691,7 @@ TEST_CASE("sim: a GPU pod waits for advertised GPUs, then runs CUDA", "[sim]") {
 
 TEST_CASE("sim: an image missing from containerd is ImagePullBackOff",
           "[sim]") {
-  if (!containerd_available()) FAIL("needs root and Debian's containerd");
-  Containerd& ctd = Containerd::shared();
-  ctd.reset();
-  SimOptions options;
-  options.containerd_socket = ctd.socket();
-  SimNode node("good-v3", options);
+  SimNode node("good-v3", with_empty_containerd());
   REQUIRE(node.apply({manifest("runtimeclass-nvidia.yml"),
                       manifest("nvidia-device-plugin.yml")})
               .exit_code == 0);
@@ -702,12 +708,7 @@ TEST_CASE("sim: an image missing from containerd is ImagePullBackOff",
 
 TEST_CASE("sim: an image missing with pull policy Never is ErrImageNeverPull",
           "[sim]") {
-  if (!containerd_available()) FAIL("needs root and Debian's containerd");
-  Containerd& ctd = Containerd::shared();
-  ctd.reset();
-  SimOptions options;
-  options.containerd_socket = ctd.socket();
-  SimNode node("good-v3", options);
+  SimNode node("good-v3", with_empty_containerd());
   write_text(node.dir.path() + "/never.yml",
              replaced(kSmokePod,
                       "    resources:\n      limits:\n        "
