@@ -40,6 +40,9 @@ struct VerifiedBundle {
   std::string signer;  // the trusted key's fingerprint; empty: not checked
   std::string device_plugin_archive;  // real path inside the bundle, or empty
   std::string device_plugin_ref;
+  // The smoke stage's image (--smoke-image) in the bundle: real path, or
+  // empty when the bundle does not carry it.
+  std::string smoke_archive;
   std::string min_driver;         // may be empty
   std::uint64_t image_bytes = 0;  // the image archives' total size
   // manifests/*.yml as the bundle carries them (read once, after their

@@ -70,6 +70,8 @@ Result<VerifiedBundle> verify_run_bundle(Context& ctx) {
       vb.device_plugin_archive = vb.dir + "/" + image.file;
       vb.device_plugin_ref = image.ref;
     }
+    if (image.ref == ctx.opts.smoke_image)
+      vb.smoke_archive = vb.dir + "/" + image.file;
   }
   for (const auto& f : report->manifest.files) {
     if (f.path.rfind("manifests/", 0) != 0) continue;

@@ -274,12 +274,8 @@ TEST_CASE("with --smoke, a CUDA Pod runs to Test PASSED and deletes it",
           "[e2e][cluster]") {
   REQUIRE_PARTS();
   Node node;
-  const std::string sample = node.dir.path() + "/cuda-sample.tar";
-  ImageSpec spec;
-  spec.ref_name = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0";
-  spec.seed = 7;
-  build_image(sample, spec);
-  REQUIRE(node.ctd.ctr({"images", "import", sample}).succeeded());
+  REQUIRE(node.ctd.ctr({"images", "import", node.cuda_sample_archive()})
+              .succeeded());
   Run r = node.install({"--smoke"});
   INFO(r.err);
   CHECK(r.exit_code == 0);

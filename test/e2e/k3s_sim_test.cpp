@@ -51,6 +51,17 @@ bool eventually(const std::function<bool()>& done,
   return done();
 }
 
+// The simulator's options for a node whose kubelet sees the shared real
+// containerd, emptied: every image an air-gapped node lacks.
+SimOptions with_empty_containerd() {
+  if (!containerd_available()) FAIL("needs root and Debian's containerd");
+  Containerd& ctd = Containerd::shared();
+  ctd.reset();
+  SimOptions options;
+  options.containerd_socket = ctd.socket();
+  return options;
+}
+
 // A host tree (host-tree.sh scenario) with the simulator running on it.
 struct SimNode {
   TempDir dir;
@@ -680,12 +691,7 @@ TEST_CASE("sim: a GPU pod waits for advertised GPUs, then runs CUDA", "[sim]") {
 
 TEST_CASE("sim: an image missing from containerd is ImagePullBackOff",
           "[sim]") {
-  if (!containerd_available()) FAIL("needs root and Debian's containerd");
-  Containerd& ctd = Containerd::shared();
-  ctd.reset();
-  SimOptions options;
-  options.containerd_socket = ctd.socket();
-  SimNode node("good-v3", options);
+  SimNode node("good-v3", with_empty_containerd());
   REQUIRE(node.apply({manifest("runtimeclass-nvidia.yml"),
                       manifest("nvidia-device-plugin.yml")})
               .exit_code == 0);
@@ -698,4 +704,31 @@ TEST_CASE("sim: an image missing from containerd is ImagePullBackOff",
                              "\"nvcr.io/nvidia/k8s-device-plugin:v0.19.3\"") &&
                  Catch::Contains("no such host"));
   CHECK(node.allocatable().empty());
+}
+
+TEST_CASE("sim: an image missing with pull policy Never is ErrImageNeverPull",
+          "[sim]") {
+  SimNode node("good-v3", with_empty_containerd());
+  write_text(node.dir.path() + "/never.yml",
+             replaced(kSmokePod,
+                      "    resources:\n      limits:\n        "
+                      "nvidia.com/gpu: 1\n",
+                      "    imagePullPolicy: Never\n"));
+  REQUIRE(node.apply({manifest("runtimeclass-nvidia.yml"),
+                      node.dir.path() + "/never.yml"})
+              .exit_code == 0);
+  // No GPU asked for: scheduled at once, then no pull is tried.
+  CHECK(eventually([&] {
+    return node.kubectl({"get", "pods"}).out.find("ErrImageNeverPull") !=
+           std::string::npos;
+  }));
+  CHECK_THAT(node.events("default"),
+             Catch::Contains("Container image "
+                             "\"nvcr.io/nvidia/k8s/cuda-sample:vectoradd-"
+                             "cuda12.5.0\" is not present with pull policy "
+                             "of Never"));
+  CHECK_THAT(node.events("default"),
+             !Catch::Contains("Failed to pull image "
+                              "\"nvcr.io/nvidia/k8s/cuda-"
+                              "sample"));
 }

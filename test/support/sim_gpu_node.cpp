@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "gpunode/images_lock.hpp"
 #include "oci_builder.hpp"
 
 namespace gpunode::test {
@@ -21,6 +22,15 @@ SimGpuNode::SimGpuNode(const std::string& scenario, int gpu_count,
   o.gpus = gpus;
   o.plugin_start_ms = plugin_start_ms;
   sim = std::make_unique<K3sSim>(o);
+}
+
+std::string SimGpuNode::cuda_sample_archive() {
+  const std::string sample = dir.path() + "/cuda-sample.tar";
+  ImageSpec spec;
+  spec.ref_name = gpunode::locked_cuda_sample_image().ref;
+  spec.seed = 7;
+  build_image(sample, spec);
+  return sample;
 }
 
 std::vector<std::string> SimGpuNode::env() const {

@@ -50,6 +50,9 @@ struct SimGpuNode {
   Run kubectl(std::vector<std::string> args);
   std::string allocatable(const std::string& resource = "nvidia.com/gpu");
   std::string plugin_pod();  // the plugin pods' names, space-separated
+  // An archive of the smoke stage's CUDA sample image (the locked ref),
+  // built under dir; not imported.
+  std::string cuda_sample_archive();
 };
 
 // Another NVIDIA device plugin as the Helm chart installs it (seed 004's

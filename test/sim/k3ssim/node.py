@@ -412,6 +412,13 @@ class NodeModel:
             if isinstance(via_peer, tuple):
                 return via_peer  # still coming
             missing = missing and via_peer == "none"
+        if missing and policy == "Never":
+            # pkg/kubelet/images/image_manager.go (EnsureImageExists): no
+            # pull is tried; the container waits with ErrImageNeverPull and
+            # the event has that reason (events.ErrImageNeverPullPolicy).
+            why = (f"Container image \"{image}\" is not present with pull "
+                   f"policy of Never")
+            return ("ErrImageNeverPull", why, why, "ErrImageNeverPull")
         if missing:
             # An air-gapped node: the registry's name does not even resolve.
             cr.pull_failures += 1

@@ -1,0 +1,178 @@
+// The smoke stage's fast failures, end to end: the real gpunode binary
+// against the simulated k3s node, whose kubelet cannot pull (air-gapped)
+// and whose scheduler counts the slots pods hold. Each cause must end the
+// run in far less than --timeout, naming its layer.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "sim_gpu_node.hpp"
+#include "test_support.hpp"
+
+using namespace gpunode::test;
+using json = nlohmann::json;
+
+namespace {
+
+using Node = SimGpuNode;
+using std::chrono::steady_clock;
+
+constexpr const char* kTimeout = "120s";
+
+// A Pod holding the node's one GPU slot: bound by the scheduler, then
+// stuck pulling an image that is not there (it keeps the slot all along).
+const char* kHolder =
+    "apiVersion: v1\n"
+    "kind: Pod\n"
+    "metadata:\n"
+    "  name: holder\n"
+    "  namespace: default\n"
+    "spec:\n"
+    "  runtimeClassName: nvidia\n"
+    "  tolerations:\n"
+    "  - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}\n"
+    "  containers:\n"
+    "  - name: train\n"
+    "    image: registry.example/train:1\n"
+    "    resources:\n"
+    "      limits:\n"
+    "        nvidia.com/gpu: 1\n";
+
+struct Timed {
+  Run run;
+  double seconds = 0;
+};
+
+Timed smoke(Node& node) {
+  const auto t0 = steady_clock::now();
+  Timed t;
+  t.run = node.install({"--smoke", "--timeout", kTimeout, "--json"});
+  t.seconds = std::chrono::duration<double>(steady_clock::now() - t0).count();
+  return t;
+}
+
+// The smoke stage's JSON event (the check after its apply), or null.
+json smoke_event(const Run& r) {
+  std::istringstream lines(r.out);
+  std::string line;
+  json found;
+  while (std::getline(lines, line)) {
+    json e = json::parse(line, nullptr, false);
+    if (e.is_object() && e.value("stage", "") == "smoke" && e.contains("facts"))
+      found = e;
+  }
+  return found;
+}
+
+// The smoke stage's event of a run that failed, naming `layer`.
+json failed_smoke(const Run& r, const std::string& layer) {
+  CHECK(r.exit_code == 1);
+  const json e = smoke_event(r);
+  REQUIRE(e.is_object());
+  CHECK(e["facts"]["layer"] == layer);
+  return e;
+}
+
+bool has_event(const json& facts, const std::string& reason) {
+  for (const auto& e : facts.value("events", json::array()))
+    if (e.value("reason", "") == reason) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("smoke e2e: the CUDA image not on the node fails fast, layer image",
+          "[e2e][cluster][smoke]") {
+  REQUIRE_PARTS();
+  Node node;  // the device plugin's image only: no cuda-sample imported
+  Timed t = smoke(node);
+  INFO(t.run.err);
+  const json e = failed_smoke(t.run, "image");
+  CHECK_THAT(e.value("summary", ""),
+             Catch::StartsWith("image: the CUDA Pod gpunode-smoke-"));
+  CHECK_THAT(e.value("summary", ""),
+             Catch::Contains("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-"
+                             "cuda12.5.0 is not in k3s's containerd"));
+  CHECK_THAT(e.value("fix", ""),
+             Catch::Contains("sudo k3s ctr -n k8s.io images import"));
+  // The kubelet's pull failure, as the Pod's events said it.
+  CHECK(has_event(e["facts"], "Failed"));
+  CHECK_THAT(t.run.err, Catch::Contains("event Warning Failed: Failed to "
+                                        "pull image"));
+  // Far less than the 120 s of --timeout (figure in the test's output).
+  WARN("missing image: gpunode install --smoke took " << t.seconds << " s");
+  CHECK(t.seconds < 30);
+  // Deleted on this path too.
+  CHECK(node.kubectl({"get", "pods", "-o", "name"}).out.find("gpunode-smoke") ==
+        std::string::npos);
+}
+
+TEST_CASE("smoke e2e: no free slot fails after the grace, layer allocatable",
+          "[e2e][cluster][smoke]") {
+  REQUIRE_PARTS();
+  Node node;
+  REQUIRE(node.install().exit_code == 0);
+  const std::string holder = node.dir.path() + "/holder.yml";
+  write_text(holder, kHolder);
+  REQUIRE(node.kubectl({"apply", "-f", holder}).exit_code == 0);
+  // Bound first, so the slot is taken when the smoke Pod asks.
+  const auto until = steady_clock::now() + std::chrono::seconds(20);
+  while (node.sim->object("/api/v1/namespaces/default/pods/holder")["spec"]
+             .value("nodeName", "")
+             .empty() &&
+         steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  Timed t = smoke(node);
+  INFO(t.run.err);
+  const json e = failed_smoke(t.run, "allocatable");
+  CHECK_THAT(e.value("summary", ""),
+             Catch::Contains("no free nvidia.com/gpu slot for the CUDA Pod"));
+  CHECK_THAT(e.value("summary", ""),
+             Catch::Contains("0/1 nodes are available: 1 Insufficient "
+                             "nvidia.com/gpu."));
+  CHECK_THAT(e.value("fix", ""),
+             Catch::Contains("kubectl describe node gpu-node-1"));
+  CHECK(has_event(e["facts"], "FailedScheduling"));
+  WARN("no free slot: gpunode install --smoke took " << t.seconds << " s");
+  CHECK(t.seconds < 40);
+  CHECK(node.kubectl({"get", "pods", "-o", "name"}).out.find("gpunode-smoke") ==
+        std::string::npos);
+}
+
+TEST_CASE(
+    "smoke e2e: the fix of a missing image names the bundle's archive, and "
+    "it works",
+    "[e2e][cluster][smoke][bundle]") {
+  REQUIRE_PARTS();
+  Node node;
+  const std::string sample = node.cuda_sample_archive();
+  const std::string bundle = node.dir.path() + "/usb/gpunode-bundle";
+  write_text(node.dir.path() + "/usb/.keep", "");
+  Run made = run_gpunode({"bundle", "create", "--out", bundle,
+                          "--image-archive", node.archive, "--image-archive",
+                          sample, "--created", "2026-11-29T00:00:00Z"});
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  const std::vector<std::string> install{
+      "install", "--bundle",  bundle,   "--insecure-skip-signature",
+      "--smoke", "--timeout", kTimeout, "--json"};
+  Run r = node.gpunode(install);
+  INFO(r.err);
+  const json e = failed_smoke(r, "image");
+  const std::string archive =
+      bundle + "/images/cuda-sample-vectoradd-cuda12.5.0.tar";
+  CHECK(e.value("fix", "") ==
+        "sudo k3s ctr -n k8s.io images import " + archive +
+            " (the bundle's archive of "
+            "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0)");
+  // What the fix says, done (the fixture's ctr is k3s's, namespace k8s.io):
+  // the next smoke run passes.
+  REQUIRE(node.ctd.ctr({"images", "import", archive}).succeeded());
+  Run again = node.gpunode(install);
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
+  CHECK(smoke_event(again)["facts"]["result"] == "passed");
+}
