@@ -3,6 +3,7 @@
 // header maps the plain names to since CUDA 3.2 (64-bit CUdeviceptr).
 #include "gpu/cuda_calls.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -172,6 +173,12 @@ class Prober {
 }  // namespace
 
 void run_and_exit(const std::string& library, int fd) {
+  // A crash inside libcuda must end this copy plainly, with its signal for
+  // the parent to report, not run the handlers gpunode's parent (or a test
+  // framework) installed for itself on a copy of its state.
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) {
+    ::signal(sig, SIG_DFL);
+  }
   const Reporter out(fd);
   out.line({kAt, "dlopen"});
   const SharedLibrary lib(library);

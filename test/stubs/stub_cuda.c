@@ -5,6 +5,8 @@
  *   GPUNODE_STUB_CUDA_VERSION=N   cuDriverGetVersion's answer (13000)
  *   GPUNODE_STUB_CUDA_INIT=RC     cuInit's CUresult (802, 803, 804, 100, 999)
  *   GPUNODE_STUB_CUDA_DEVICES=N   cuDeviceGetCount's answer (2)
+ *   GPUNODE_STUB_CUDA_NAME=TEXT   cuDeviceGetName's answer
+ *                                 ("NVIDIA H200 (fake CUDA)")
  *   GPUNODE_STUB_CUDA_FAIL=CALL:GPU:RC or CALL:RC
  *                                 the call (its exported name, e.g.
  *                                 cuMemcpyDtoH_v2) returns RC on that GPU, or
@@ -67,41 +69,85 @@ static CUresult enter(const char* call, int gpu) {
 
 CUresult cuGetErrorName(CUresult rc, const char** name) {
   switch (rc) {
-    case 0: *name = "CUDA_SUCCESS"; return 0;
-    case 1: *name = "CUDA_ERROR_INVALID_VALUE"; return 0;
-    case 2: *name = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
-    case 3: *name = "CUDA_ERROR_NOT_INITIALIZED"; return 0;
-    case 46: *name = "CUDA_ERROR_DEVICES_UNAVAILABLE"; return 0;
-    case 100: *name = "CUDA_ERROR_NO_DEVICE"; return 0;
-    case 214: *name = "CUDA_ERROR_ECC_UNCORRECTABLE"; return 0;
-    case 802: *name = "CUDA_ERROR_SYSTEM_NOT_READY"; return 0;
-    case 803: *name = "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"; return 0;
-    case 804: *name = "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"; return 0;
-    case 999: *name = "CUDA_ERROR_UNKNOWN"; return 0;
-    default: *name = NULL; return 1;
+    case 0:
+      *name = "CUDA_SUCCESS";
+      return 0;
+    case 1:
+      *name = "CUDA_ERROR_INVALID_VALUE";
+      return 0;
+    case 2:
+      *name = "CUDA_ERROR_OUT_OF_MEMORY";
+      return 0;
+    case 3:
+      *name = "CUDA_ERROR_NOT_INITIALIZED";
+      return 0;
+    case 46:
+      *name = "CUDA_ERROR_DEVICES_UNAVAILABLE";
+      return 0;
+    case 100:
+      *name = "CUDA_ERROR_NO_DEVICE";
+      return 0;
+    case 214:
+      *name = "CUDA_ERROR_ECC_UNCORRECTABLE";
+      return 0;
+    case 802:
+      *name = "CUDA_ERROR_SYSTEM_NOT_READY";
+      return 0;
+    case 803:
+      *name = "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+      return 0;
+    case 804:
+      *name = "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
+      return 0;
+    case 999:
+      *name = "CUDA_ERROR_UNKNOWN";
+      return 0;
+    default:
+      *name = NULL;
+      return 1;
   }
 }
 
 CUresult cuGetErrorString(CUresult rc, const char** text) {
   switch (rc) {
-    case 0: *text = "no error"; return 0;
-    case 1: *text = "invalid argument"; return 0;
-    case 2: *text = "out of memory"; return 0;
-    case 3: *text = "initialization error"; return 0;
-    case 46: *text = "CUDA-capable device(s) is/are busy or unavailable";
+    case 0:
+      *text = "no error";
       return 0;
-    case 100: *text = "no CUDA-capable device is detected"; return 0;
-    case 214: *text = "uncorrectable ECC error encountered"; return 0;
-    case 802: *text = "system not yet initialized"; return 0;
+    case 1:
+      *text = "invalid argument";
+      return 0;
+    case 2:
+      *text = "out of memory";
+      return 0;
+    case 3:
+      *text = "initialization error";
+      return 0;
+    case 46:
+      *text = "CUDA-capable device(s) is/are busy or unavailable";
+      return 0;
+    case 100:
+      *text = "no CUDA-capable device is detected";
+      return 0;
+    case 214:
+      *text = "uncorrectable ECC error encountered";
+      return 0;
+    case 802:
+      *text = "system not yet initialized";
+      return 0;
     case 803:
-      *text = "system has unsupported display driver / cuda driver "
-              "combination";
+      *text =
+          "system has unsupported display driver / cuda driver "
+          "combination";
       return 0;
     case 804:
       *text = "forward compatibility was attempted on non supported HW";
       return 0;
-    case 999: *text = "unknown error"; return 0;
-    default: *text = NULL; return 1;
+    case 999:
+      *text = "unknown error";
+      return 0;
+    default:
+      *text = NULL;
+      return 1;
   }
 }
 
@@ -132,7 +178,8 @@ CUresult cuDeviceGet(CUdevice* device, int ordinal) {
 CUresult cuDeviceGetName(char* name, int len, CUdevice device) {
   CUresult rc = enter("cuDeviceGetName", device);
   if (rc == 0) {
-    strncpy(name, "NVIDIA H200 (fake CUDA)", (size_t)len);
+    const char* v = getenv("GPUNODE_STUB_CUDA_NAME");
+    strncpy(name, v != NULL ? v : "NVIDIA H200 (fake CUDA)", (size_t)len);
     name[len - 1] = '\0';
   }
   return rc;
