@@ -91,8 +91,12 @@ void apply(const std::vector<std::string>& f, const std::string& library,
   } else if (kind == calls::kLoadFailed) {
     r.answered = true;
     a.outcome = CudaOutcome::kLibraryMissing;
-    a.message = "cannot load " + terminal_safe(library) + ": " +
-                terminal_safe(field(1));
+    // dlerror's text names the file itself ("<name>: cannot open shared
+    // object file: ..."); said once is enough.
+    std::string why = field(1);
+    if (why.rfind(library + ": ", 0) == 0) why.erase(0, library.size() + 2);
+    a.message =
+        "cannot load " + terminal_safe(library) + ": " + terminal_safe(why);
   } else if (kind == calls::kMissing) {
     r.answered = true;
     a.outcome = CudaOutcome::kFailed;
@@ -144,20 +148,30 @@ class LineReader {
   std::size_t seen_ = 0;
 };
 
-// Waits for the child to exit until `deadline`; SIGKILLs it after that. Either
-// way it is reaped: nothing the probe started outlives the call.
-int reap(pid_t pid, Clock::time_point deadline, bool& killed) {
-  int status = 0;
+// After SIGKILL the child still has to leave the kernel driver, which tears
+// its contexts down (130-150 ms on an H200 with driver 580); one stuck in
+// the driver (state D, a wedged GPU) never leaves, and waiting on it would
+// hang gpunode with it.
+constexpr auto kKillGrace = std::chrono::seconds(2);
+
+// Waits for the child to exit until `deadline`, SIGKILLs it after that (or
+// on an interrupt) and waits kKillGrace more. False when it could not be
+// reaped: then it is stuck in the kernel, where no signal reaches it.
+bool reap(pid_t pid, Clock::time_point deadline, bool& killed, int& status) {
+  Clock::time_point give_up = Clock::time_point::max();
+  if (killed) give_up = Clock::now() + kKillGrace;
   for (;;) {
-    const pid_t got = ::waitpid(pid, &status, killed ? 0 : WNOHANG);
-    if (got == pid) return status;
-    if (got < 0 && errno != EINTR) return 0;
-    if (got == 0 && (Clock::now() >= deadline || stop_requested())) {
+    const pid_t got = ::waitpid(pid, &status, WNOHANG);
+    if (got == pid) return true;
+    if (got < 0 && errno != EINTR) return false;
+    const auto now = Clock::now();
+    if (now >= give_up) return false;
+    if (!killed && (now >= deadline || stop_requested())) {
       ::kill(pid, SIGKILL);
       killed = true;
-    } else if (got == 0) {
-      ::usleep(1000);
+      give_up = now + kKillGrace;
     }
+    ::usleep(1000);
   }
 }
 
@@ -281,12 +295,17 @@ CudaAnswer probe_cuda(const std::string& library,
   }
   if (timed_out || stopped) ::kill(pid, SIGKILL);
   bool killed = timed_out || stopped;
-  const int status = reap(pid, deadline, killed);
+  int status = 0;
+  const bool reaped = reap(pid, deadline, killed, status);
   // Killed after its pipe closed: it hung on the way out.
   if (killed && !stopped && !timed_out) {
     (stop_requested() ? stopped : timed_out) = true;
   }
   finish(a, r, status, timed_out, stopped, timeout);
+  if (!reaped) {
+    a.message += "; its process (pid " + std::to_string(pid) +
+                 ") did not end after SIGKILL: stuck in the kernel driver";
+  }
   a.took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
                                                                  start);
   return a;
