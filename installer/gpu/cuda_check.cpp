@@ -140,6 +140,15 @@ std::optional<Check> check_cuda(Context& ctx, const GpuInventory& inv,
                         " device(s), a context, 1 MiB allocated and copied "
                         "both ways on each, in " +
                         std::to_string(a.took.count()) + " ms");
+  // CUDA_VISIBLE_DEVICES in gpunode's environment, or a GPU CUDA cannot
+  // use: the plugin (which asks NVML) still advertises it.
+  if (a.device_count >= 0 &&
+      static_cast<std::size_t>(a.device_count) < inv.gpus.size()) {
+    out.warnings.push_back("CUDA sees " + std::to_string(a.device_count) +
+                           " of the " + std::to_string(inv.gpus.size()) +
+                           " GPUs the driver lists: check CUDA_VISIBLE_DEVICES "
+                           "and `dmesg | grep -i NVRM`");
+  }
   // The smoke image's CUDA version against the driver's.
   const int needs = image_cuda_version(ctx.opts.smoke_image);
   out.facts["cuda"]["smoke_image_cuda"] =

@@ -11,6 +11,7 @@
 #include "gpunode/report.hpp"
 #include "sim_cluster.hpp"
 #include "sim_gpu_node.hpp"
+#include "driver_sim_host.hpp"
 #include "test_support.hpp"
 
 using namespace gpunode::test;
@@ -150,6 +151,30 @@ TEST_CASE("json-events.md documents the facts a real status run emits",
     REQUIRE(r.exit_code == 0);
     collect(r, e);
   }
+
+  // The driver's facts that no --root run can show (CUDA is asked only at
+  // "/"), nor a single H200 (NVSwitch boards, Xid errors, a CUDA error):
+  // the real stage's check over host trees at "/", with the stand-in
+  // libraries of test/stubs.
+  auto driver_facts = [&](const char* scenario,
+                          std::vector<std::pair<const char*, std::string>> env,
+                          bool at_root) {
+    DriverSimHost sim(scenario);
+    sim.env.set("GPUNODE_STUB_CUDA_DEVICES", "1");
+    for (const auto& [name, value] : env) sim.env.set(name, value);
+    if (at_root) sim.use_libraries();
+    const auto c = sim.check();
+    std::set<std::string> ignored;
+    paths(c.facts, "", e.fields["driver"], ignored);
+  };
+  const std::string derived = std::string(GPUNODE_TEST_FIXTURES) + "/gpu/derived/";
+  driver_facts("good-v3", {}, true);
+  driver_facts("good-v3", {{"GPUNODE_STUB_CUDA_INIT", "802"}}, true);
+  driver_facts("hgx",
+               {{"GPUNODE_STUB_NVML_GPUS", "8"},
+                {"GPUNODE_STUB_NVML_FABRIC", "completed"},
+                {"GPUNODE_SIM_KERNEL_LOG", derived + "dmesg-xid-94-95.txt"}},
+               true);
 
   for (const auto& s : kStages) {
     const auto& fields = doc.at(s);
