@@ -49,14 +49,15 @@ struct CudaAnswer {
   int device_count = -1;  // cuDeviceGetCount; -1 when not read
   std::vector<CudaDeviceResult> devices;  // the devices tried, in order
   // The first call that failed, hung or crashed ("cuInit",
-  // "cuCtxCreate (GPU 1)", "cuMemcpyHtoD (GPU 0)"); empty when kOk.
+  // "cuDevicePrimaryCtxRetain (GPU 1)", "cuMemcpyHtoD (GPU 0)"); empty when
+  // kOk.
   std::string failed_call;
   int error_code = 0;      // its CUresult; 0 when none
   std::string error_name;  // cuGetErrorName: "CUDA_ERROR_SYSTEM_NOT_READY"
   std::string error_text;  // cuGetErrorString, as the library words it
   // One phrase for a message: "cuInit: CUDA_ERROR_SYSTEM_NOT_READY (802):
-  // system not yet initialized", "cuCtxCreate (GPU 1) did not return within
-  // 20 s", "cannot load libcuda.so.1: ...". Empty when kOk.
+  // system not yet initialized", "cuDevicePrimaryCtxRetain (GPU 1) did not
+  // return within 20 s", "cannot load libcuda.so.1: ...". Empty when kOk.
   std::string message;
   std::chrono::milliseconds took{0};
 };
