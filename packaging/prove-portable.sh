@@ -82,12 +82,19 @@ done
 # searches), asked with --root / as on a real node.
 mkdir -p "$root/usr/lib64"
 cc -shared -fPIC -O2 -o "$root/usr/lib64/libnvidia-ml.so.1" "$repo/test/sim/fake_nvml.c"
-mkdir -p "$root/proc/driver/nvidia"
+# libcuda.so.1 too: the driver layer proves CUDA works (a stand-in that
+# answers as CUDA 13.0 with two devices, test/stubs/stub_cuda.c).
+cc -shared -fPIC -O2 -o "$root/usr/lib64/libcuda.so.1" "$repo/test/stubs/stub_cuda.c"
+mkdir -p "$root/proc/driver/nvidia" "$root/dev" "$root/sys/module/nvidia_uvm"
 cp "$repo/test/fixtures/gpu/h200-580.159.04/proc-driver-nvidia-version" "$root/proc/driver/nvidia/version"
-echo "\$ /stick/bin/gpunode status --only driver   # NVML from /usr/lib64 (fake), root /"
+# The device nodes a GPU container needs, as plain files (this chroot has
+# no devtmpfs; gpunode takes anything but a directory as a node).
+for node in nvidiactl nvidia0 nvidia-uvm nvidia-uvm-tools; do : >"$root/dev/$node"; done
+echo "\$ /stick/bin/gpunode status --only driver   # NVML and libcuda from /usr/lib64 (fakes), root /"
 in_chroot /stick/bin/gpunode status --only driver --no-color >"$work/nvml.txt" 2>&1 || { cat "$work/nvml.txt"; fail "NVML"; }
 cat "$work/nvml.txt"
 grep -q '^\[driver\] *ok .*(fake NVML).*(NVML)$' "$work/nvml.txt" || fail "the driver stage did not use NVML"
+grep -q '^\[driver\] *ok .*CUDA 13.0 works (NVML)$' "$work/nvml.txt" || fail "the driver stage did not load libcuda.so.1"
 # A tampered stick is refused in the chroot too (exit 4).
 printf 'x' >>"$root/stick/lib/gpunode/gpunode"
 set +e; in_chroot /stick/bin/gpunode bundle verify /stick --trust-key /publisher.pub >/dev/null 2>&1; code=$?; set -e

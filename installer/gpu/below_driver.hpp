@@ -47,8 +47,8 @@ std::optional<Check> check_cuda(Context& ctx, const GpuInventory& inv,
 struct HealthFinding {
   int gpu = 0;
   std::string bus_id;
-  std::string kind;  // "xid" | "ecc" | "retired-pages" | "row-remap"
-  int xid = 0;       // for kind "xid"
+  std::string kind;     // "xid" | "ecc" | "retired-pages" | "row-remap"
+  int xid = 0;          // for kind "xid"
   std::string message;  // one phrase naming the GPU
   // The device plugin marks the GPU unhealthy on it (allocatable short).
   bool unhealthy = false;

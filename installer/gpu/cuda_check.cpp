@@ -23,7 +23,8 @@ int image_cuda_version(const std::string& image) {
   static const std::regex tag(R"(cuda(\d+)\.(\d+))");
   std::smatch m;
   const std::size_t colon = image.rfind(':');
-  const std::string t = colon == std::string::npos ? image : image.substr(colon);
+  const std::string t =
+      colon == std::string::npos ? image : image.substr(colon);
   if (!std::regex_search(t, m, tag)) return 0;
   return std::stoi(m[1]) * 1000 + std::stoi(m[2]) * 10;
 }
@@ -36,9 +37,9 @@ nlohmann::json answer_facts(const CudaAnswer& a) {
       {"checked", true},
       {"outcome", cuda_outcome_name(a.outcome)},
       {"driver_api_version",
-       a.driver_api_version ? nlohmann::json(cuda_version_text(
-                                  a.driver_api_version))
-                            : nlohmann::json(nullptr)},
+       a.driver_api_version
+           ? nlohmann::json(cuda_version_text(a.driver_api_version))
+           : nlohmann::json(nullptr)},
       {"device_count", a.device_count >= 0 ? nlohmann::json(a.device_count)
                                            : nlohmann::json(nullptr)},
       {"devices", devices},
@@ -70,8 +71,9 @@ Check verdict(const CudaAnswer& a, const GpuInventory& inv) {
     case CudaOutcome::kSystemNotReady:
       return blocked(
           "driver.cuda-system-not-ready",
-          said + " (the NVLink fabric is not ready: on an NVSwitch system "
-                 "CUDA waits for NVIDIA Fabric Manager)",
+          said +
+              " (the NVLink fabric is not ready: on an NVSwitch system "
+              "CUDA waits for NVIDIA Fabric Manager)",
           "sudo systemctl enable --now nvidia-fabricmanager; it must be "
           "Fabric Manager " +
               driver +
@@ -94,8 +96,9 @@ Check verdict(const CudaAnswer& a, const GpuInventory& inv) {
     case CudaOutcome::kUnknown:
       return blocked(
           "driver.cuda-unknown-error",
-          said + " (an unknown error: usually a GPU in a bad state after an "
-                 "Xid, or a driver left half-loaded)",
+          said +
+              " (an unknown error: usually a GPU in a bad state after an "
+              "Xid, or a driver left half-loaded)",
           "dmesg | grep -i -e NVRM -e Xid; reset the GPU (sudo nvidia-smi -r "
           "-i <index>, nothing may use it) or reboot");
     case CudaOutcome::kTimedOut:
@@ -109,8 +112,9 @@ Check verdict(const CudaAnswer& a, const GpuInventory& inv) {
       return blocked("driver.cuda-failed", said,
                      "dmesg | grep -i -e NVRM -e Xid; reinstall the NVIDIA "
                      "driver " +
-                         driver + " from your offline repository if it "
-                                  "persists");
+                         driver +
+                         " from your offline repository if it "
+                         "persists");
   }
   return satisfied("driver.cuda-ok", "");
 }
@@ -121,8 +125,9 @@ std::optional<Check> check_cuda(Context& ctx, const GpuInventory& inv,
                                 DriverFindings& out) {
   if (ctx.opts.root != "/") {
     out.facts["cuda"] = {{"checked", false},
-                         {"reason", "--root: it would describe this machine, "
-                                    "not the tree"}};
+                         {"reason",
+                          "--root: it would describe this machine, "
+                          "not the tree"}};
     out.details.push_back(
         "CUDA: not checked with --root (it would describe this machine, not "
         "the tree)");
@@ -135,8 +140,8 @@ std::optional<Check> check_cuda(Context& ctx, const GpuInventory& inv,
   if (c.status == CheckStatus::kBlocked) return c;
 
   const std::string version = cuda_version_text(a.driver_api_version);
-  out.details.push_back("CUDA " + version + " (driver API): " +
-                        std::to_string(a.devices.size()) +
+  out.details.push_back("CUDA " + version +
+                        " (driver API): " + std::to_string(a.devices.size()) +
                         " device(s), a context, 1 MiB allocated and copied "
                         "both ways on each, in " +
                         std::to_string(a.took.count()) + " ms");
@@ -155,15 +160,16 @@ std::optional<Check> check_cuda(Context& ctx, const GpuInventory& inv,
       needs ? nlohmann::json(cuda_version_text(needs))
             : nlohmann::json(nullptr);
   if (needs > a.driver_api_version) {
-    const std::string what = "driver " + inv.driver_version + " supports CUDA " +
-                             version + ", but the smoke image " +
-                             ctx.opts.smoke_image + " needs CUDA " +
-                             cuda_version_text(needs);
+    const std::string what = "driver " + inv.driver_version +
+                             " supports CUDA " + version +
+                             ", but the smoke image " + ctx.opts.smoke_image +
+                             " needs CUDA " + cuda_version_text(needs);
     const std::string fix =
         "install an NVIDIA driver that supports CUDA " +
         cuda_version_text(needs) +
         " from your offline repository, or give --smoke-image an image "
-        "built for CUDA " + version + " or older";
+        "built for CUDA " +
+        version + " or older";
     // Only the smoke test runs that image; for other workloads it is a
     // warning, since each image states its own requirement.
     if (ctx.opts.smoke) return blocked("driver.cuda-too-old", what, fix);

@@ -46,7 +46,7 @@ struct CudaAnswer {
   CudaOutcome outcome = CudaOutcome::kFailed;
   // cuDriverGetVersion: 13000 for CUDA 13.0; 0 when not read.
   int driver_api_version = 0;
-  int device_count = -1;  // cuDeviceGetCount; -1 when not read
+  int device_count = -1;                  // cuDeviceGetCount; -1 when not read
   std::vector<CudaDeviceResult> devices;  // the devices tried, in order
   // The first call that failed, hung or crashed ("cuInit",
   // "cuDevicePrimaryCtxRetain (GPU 1)", "cuMemcpyHtoD (GPU 0)"); empty when

@@ -42,7 +42,8 @@ bool joins_fabric(GpuHealth::Fabric f) {
 }
 
 std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r'))
+  while (!s.empty() &&
+         (s.back() == '\n' || s.back() == ' ' || s.back() == '\r'))
     s.pop_back();
   return s;
 }
@@ -85,9 +86,11 @@ std::string install_fix(const std::string& driver) {
   return "install Fabric Manager " + driver +
          ", the driver's exact version, from your offline repository "
          "(Debian/Ubuntu: sudo apt-get install nvidia-fabricmanager-" +
-         branch + "=" + driver + "-1; RHEL: sudo dnf install "
-         "nvidia-fabricmanager-" + branch + "-" + driver +
-         "-1), then sudo systemctl enable --now " + kFabricManagerUnit;
+         branch + "=" + driver +
+         "-1; RHEL: sudo dnf install "
+         "nvidia-fabricmanager-" +
+         branch + "-" + driver + "-1), then sudo systemctl enable --now " +
+         kFabricManagerUnit;
 }
 
 // "Fabric Manager version is : 580.159.04" (nv-fabricmanager --version).
@@ -118,10 +121,9 @@ std::optional<Check> check_fabric(Context& ctx, const GpuInventory& inv,
     if (!joins_fabric(f)) continue;
     if (evidence.empty() || evidence.back().rfind("GPU fabric", 0) != 0)
       evidence.push_back("GPU fabric state reported");
-    const bool done =
-        f == GpuHealth::Fabric::kCompleted &&
-        (gpu.health.fabric_status.empty() ||
-         gpu.health.fabric_status == "Success");
+    const bool done = f == GpuHealth::Fabric::kCompleted &&
+                      (gpu.health.fabric_status.empty() ||
+                       gpu.health.fabric_status == "Success");
     if (!done) {
       unfinished.push_back(
           "GPU " + std::to_string(gpu.index) + " " + fabric_state_name(f) +
@@ -155,8 +157,8 @@ std::optional<Check> check_fabric(Context& ctx, const GpuInventory& inv,
 
   // Is Fabric Manager running? systemd answers "active" with exit 0.
   ProcessRunner& proc = ctx.host.proc();
-  auto active = proc.run({"systemctl", "is-active", kFabricManagerUnit},
-                         kCommandTimeout);
+  auto active =
+      proc.run({"systemctl", "is-active", kFabricManagerUnit}, kCommandTimeout);
   const std::string state =
       active.not_found ? "unknown" : trimmed(first_line_of(active.out));
   // Where NVIDIA's deb and rpm packages install it.
@@ -178,8 +180,9 @@ std::optional<Check> check_fabric(Context& ctx, const GpuInventory& inv,
 
   if (!installed) {
     return blocked("driver.fabric-manager-missing",
-                   system + ", and NVIDIA Fabric Manager is not installed: "
-                            "CUDA fails with 802 until it runs",
+                   system +
+                       ", and NVIDIA Fabric Manager is not installed: "
+                       "CUDA fails with 802 until it runs",
                    install_fix(inv.driver_version));
   }
   if (!fm_version.empty() && !inv.driver_version.empty() &&
@@ -194,7 +197,8 @@ std::optional<Check> check_fabric(Context& ctx, const GpuInventory& inv,
   if (state != "active") {
     return blocked(
         "driver.fabric-manager-inactive",
-        system + ", and " + kFabricManagerUnit + " is not running (systemctl: " +
+        system + ", and " + kFabricManagerUnit +
+            " is not running (systemctl: " +
             terminal_safe(state.empty() ? describe_failure(active) : state) +
             "): CUDA fails with 802 until it does",
         std::string("sudo systemctl enable --now ") + kFabricManagerUnit +
@@ -205,15 +209,17 @@ std::optional<Check> check_fabric(Context& ctx, const GpuInventory& inv,
     std::string list;
     for (const auto& u : unfinished) list += (list.empty() ? "" : ", ") + u;
     return blocked("driver.fabric-incomplete",
-                   system + ": Fabric Manager runs, but the NVLink fabric is "
-                            "not set up: " + list,
+                   system +
+                       ": Fabric Manager runs, but the NVLink fabric is "
+                       "not set up: " +
+                       list,
                    "wait a minute and check again (gpunode status --only "
                    "driver); if it stays, see journalctl -u " +
                        std::string(kFabricManagerUnit) +
                        " and /var/log/fabricmanager.log, then restart it");
   }
-  out.details.push_back("Fabric Manager " + fm_version + ": active; " +
-                        system + "; fabric complete on every GPU");
+  out.details.push_back("Fabric Manager " + fm_version + ": active; " + system +
+                        "; fabric complete on every GPU");
   return std::nullopt;
 }
 

@@ -56,8 +56,9 @@ std::vector<HealthFinding> health_findings(Context& ctx,
           "ran out of spare memory rows (row remapping failed): have it "
           "replaced");
     else if (h.remapping_pending == true)
-      add("row-remap", "has memory rows waiting to be remapped at the next "
-                       "GPU reset");
+      add("row-remap",
+          "has memory rows waiting to be remapped at the next "
+          "GPU reset");
   }
 
   // Xid errors since boot, one finding per GPU and code.
@@ -92,9 +93,9 @@ std::vector<HealthFinding> health_findings(Context& ctx,
     for (const auto& g : inv.gpus)
       if (g.index == index) gpu = &g;
     const char* meaning = xid_meaning(code);
-    const std::string who =
-        gpu != nullptr ? gpu_label(*gpu)
-                       : "the GPU at PCI " + terminal_safe(where[key]);
+    const std::string who = gpu != nullptr
+                                ? gpu_label(*gpu)
+                                : "the GPU at PCI " + terminal_safe(where[key]);
     out.push_back(HealthFinding{
         index, gpu != nullptr ? gpu->health.pci_bus_id : where[key], "xid",
         code,
@@ -112,12 +113,12 @@ void report_health(const std::vector<HealthFinding>& findings,
                    DriverFindings& out) {
   nlohmann::json facts = nlohmann::json::array();
   for (const auto& f : findings) {
-    nlohmann::json item = {{"gpu", f.gpu >= 0 ? nlohmann::json(f.gpu)
-                                              : nlohmann::json(nullptr)},
-                           {"bus_id", f.bus_id},
-                           {"kind", f.kind},
-                           {"message", f.message},
-                           {"unhealthy", f.unhealthy}};
+    nlohmann::json item = {
+        {"gpu", f.gpu >= 0 ? nlohmann::json(f.gpu) : nlohmann::json(nullptr)},
+        {"bus_id", f.bus_id},
+        {"kind", f.kind},
+        {"message", f.message},
+        {"unhealthy", f.unhealthy}};
     if (f.kind == "xid") item["xid"] = f.xid;
     facts.push_back(std::move(item));
     const std::string reset =
@@ -128,12 +129,15 @@ void report_health(const std::vector<HealthFinding>& findings,
       fix = f.unhealthy
                 ? "; the device plugin marks the GPU unhealthy on such an "
                   "Xid, and the node then advertises fewer slots: drain it "
-                  "and reset the GPU (" + reset + ") or reboot; see "
-                  "NVIDIA's XID Errors guide"
+                  "and reset the GPU (" +
+                      reset +
+                      ") or reboot; see "
+                      "NVIDIA's XID Errors guide"
                 : "; an application error: the GPU stays in service";
     } else if (f.kind == "ecc") {
-      fix = "; such errors raise Xid 48, 94 or 95, on which the device "
-            "plugin marks the GPU unhealthy";
+      fix =
+          "; such errors raise Xid 48, 94 or 95, on which the device "
+          "plugin marks the GPU unhealthy";
     } else {
       fix = "; drain the node and reset the GPU (" + reset + ") or reboot";
     }

@@ -194,8 +194,8 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
         if (!named.empty()) {
           return Diagnosis{
               "driver",
-              short_by + ": the device plugin reports a GPU unhealthy: " +
-                  named,
+              short_by +
+                  ": the device plugin reports a GPU unhealthy: " + named,
               "drain the node, reset the GPU (sudo nvidia-smi -r -i "
               "<index>) or reboot; gpunode status --only driver"};
         }

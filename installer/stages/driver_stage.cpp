@@ -170,8 +170,7 @@ class DriverStage : public Stage {
     if (!log_note.empty()) below.details.push_back(log_note);
     auto merged = [&] {
       facts.update(below.facts);
-      details.insert(details.end(), below.details.begin(),
-                     below.details.end());
+      details.insert(details.end(), below.details.begin(), below.details.end());
       warnings.insert(warnings.end(), below.warnings.begin(),
                       below.warnings.end());
     };
@@ -206,12 +205,11 @@ class DriverStage : public Stage {
           "reset the GPU or reboot) unless you deploy the plugin with a MIG "
           "strategy");
     }
-    return finish(
-        satisfied("driver.ok",
-                  gpus_text(inventory->gpus) + ", driver " + version + ", " +
-                      mig_summary(inventory->gpus) + cuda_text + " (" +
-                      source + ")"),
-        details, warnings);
+    return finish(satisfied("driver.ok", gpus_text(inventory->gpus) +
+                                             ", driver " + version + ", " +
+                                             mig_summary(inventory->gpus) +
+                                             cuda_text + " (" + source + ")"),
+                  details, warnings);
   }
 
   Result<void> apply(Context&, const Check&) override { return {}; }

@@ -8,10 +8,10 @@
 #include <set>
 #include <sstream>
 
+#include "driver_sim_host.hpp"
 #include "gpunode/report.hpp"
 #include "sim_cluster.hpp"
 #include "sim_gpu_node.hpp"
-#include "driver_sim_host.hpp"
 #include "test_support.hpp"
 
 using namespace gpunode::test;
@@ -167,7 +167,8 @@ TEST_CASE("json-events.md documents the facts a real status run emits",
     std::set<std::string> ignored;
     paths(c.facts, "", e.fields["driver"], ignored);
   };
-  const std::string derived = std::string(GPUNODE_TEST_FIXTURES) + "/gpu/derived/";
+  const std::string derived =
+      std::string(GPUNODE_TEST_FIXTURES) + "/gpu/derived/";
   driver_facts("good-v3", {}, true);
   driver_facts("good-v3", {{"GPUNODE_STUB_CUDA_INIT", "802"}}, true);
   driver_facts("hgx",
@@ -175,6 +176,25 @@ TEST_CASE("json-events.md documents the facts a real status run emits",
                 {"GPUNODE_STUB_NVML_FABRIC", "completed"},
                 {"GPUNODE_SIM_KERNEL_LOG", derived + "dmesg-xid-94-95.txt"}},
                true);
+
+  // And what the real H200 emitted (test/fixtures/gpu/README.md): every
+  // field of it must be documented.
+  {
+    std::istringstream lines(read_text(std::string(GPUNODE_TEST_FIXTURES) +
+                                       "/gpu/h200-580.159.04/"
+                                       "status-only-driver.json"));
+    std::set<std::string> real, ignored;
+    for (std::string line; std::getline(lines, line);) {
+      const json j = json::parse(line);
+      if (j.value("stage", "") == "driver")
+        paths(j["facts"], "", real, ignored);
+    }
+    REQUIRE(real.count("cuda.outcome") == 1);
+    for (const auto& path : real) {
+      INFO("the real H200 emitted, not documented: driver " << path);
+      CHECK(doc.at("driver").count(path) == 1);
+    }
+  }
 
   for (const auto& s : kStages) {
     const auto& fields = doc.at(s);

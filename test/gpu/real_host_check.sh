@@ -32,6 +32,13 @@ tree=$(mktemp -d)
 trap 'rm -rf "$tree" "$wrap"' EXIT
 mkdir -p "$tree/proc/driver/nvidia"
 cp /proc/driver/nvidia/version "$tree/proc/driver/nvidia/version"
+# The host's device nodes, as the plain files a tree holds them as, and
+# whether nvidia-uvm is loaded: the driver layer checks both.
+mkdir -p "$tree/dev"
+for node in /dev/nvidia*; do
+  [ -e "$node" ] && [ ! -d "$node" ] && : >"$tree$node"
+done
+[ -d /sys/module/nvidia_uvm ] && mkdir -p "$tree/sys/module/nvidia_uvm"
 echo "== status --root TREE --only driver (the real nvidia-smi)"
 measure "$gpunode" status --root "$tree" --only driver
 

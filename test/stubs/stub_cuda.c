@@ -67,88 +67,45 @@ static CUresult enter(const char* call, int gpu) {
   return planned_failure(call, gpu);
 }
 
+/* cuGetErrorName's and cuGetErrorString's answers, one row per CUresult. */
+static const struct {
+  CUresult code;
+  const char* name;
+  const char* text;
+} kErrors[] = {
+    {0, "CUDA_SUCCESS", "no error"},
+    {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {46, "CUDA_ERROR_DEVICES_UNAVAILABLE",
+     "CUDA-capable device(s) is/are busy or unavailable"},
+    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {214, "CUDA_ERROR_ECC_UNCORRECTABLE",
+     "uncorrectable ECC error encountered"},
+    {802, "CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized"},
+    {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+     "system has unsupported display driver / cuda driver combination"},
+    {804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+     "forward compatibility was attempted on non supported HW"},
+    {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+static int error_row(CUresult rc) {
+  for (unsigned i = 0; i < sizeof kErrors / sizeof kErrors[0]; ++i)
+    if (kErrors[i].code == rc) return (int)i;
+  return -1;
+}
+
 CUresult cuGetErrorName(CUresult rc, const char** name) {
-  switch (rc) {
-    case 0:
-      *name = "CUDA_SUCCESS";
-      return 0;
-    case 1:
-      *name = "CUDA_ERROR_INVALID_VALUE";
-      return 0;
-    case 2:
-      *name = "CUDA_ERROR_OUT_OF_MEMORY";
-      return 0;
-    case 3:
-      *name = "CUDA_ERROR_NOT_INITIALIZED";
-      return 0;
-    case 46:
-      *name = "CUDA_ERROR_DEVICES_UNAVAILABLE";
-      return 0;
-    case 100:
-      *name = "CUDA_ERROR_NO_DEVICE";
-      return 0;
-    case 214:
-      *name = "CUDA_ERROR_ECC_UNCORRECTABLE";
-      return 0;
-    case 802:
-      *name = "CUDA_ERROR_SYSTEM_NOT_READY";
-      return 0;
-    case 803:
-      *name = "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
-      return 0;
-    case 804:
-      *name = "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
-      return 0;
-    case 999:
-      *name = "CUDA_ERROR_UNKNOWN";
-      return 0;
-    default:
-      *name = NULL;
-      return 1;
-  }
+  const int row = error_row(rc);
+  *name = row < 0 ? NULL : kErrors[row].name;
+  return row < 0 ? 1 : 0;
 }
 
 CUresult cuGetErrorString(CUresult rc, const char** text) {
-  switch (rc) {
-    case 0:
-      *text = "no error";
-      return 0;
-    case 1:
-      *text = "invalid argument";
-      return 0;
-    case 2:
-      *text = "out of memory";
-      return 0;
-    case 3:
-      *text = "initialization error";
-      return 0;
-    case 46:
-      *text = "CUDA-capable device(s) is/are busy or unavailable";
-      return 0;
-    case 100:
-      *text = "no CUDA-capable device is detected";
-      return 0;
-    case 214:
-      *text = "uncorrectable ECC error encountered";
-      return 0;
-    case 802:
-      *text = "system not yet initialized";
-      return 0;
-    case 803:
-      *text =
-          "system has unsupported display driver / cuda driver "
-          "combination";
-      return 0;
-    case 804:
-      *text = "forward compatibility was attempted on non supported HW";
-      return 0;
-    case 999:
-      *text = "unknown error";
-      return 0;
-    default:
-      *text = NULL;
-      return 1;
-  }
+  const int row = error_row(rc);
+  *text = row < 0 ? NULL : kErrors[row].text;
+  return row < 0 ? 1 : 0;
 }
 
 CUresult cuDriverGetVersion(int* version) {

@@ -24,7 +24,7 @@ namespace gpunode::test {
 using std::chrono::milliseconds;
 
 inline const char* kSimVars[] = {
-    "GPUNODE_SIM_GPU_MODE", "GPUNODE_SIM_GPU_COUNT", "GPUNODE_SIM_GPU_MIG",
+    "GPUNODE_SIM_GPU_MODE",   "GPUNODE_SIM_GPU_COUNT",  "GPUNODE_SIM_GPU_MIG",
     "GPUNODE_SIM_GPU_MEMORY", "GPUNODE_SIM_GPU_DRIVER", "GPUNODE_SIM_GPU_Q",
     "GPUNODE_SIM_KERNEL_LOG"};
 
@@ -38,8 +38,7 @@ inline std::string old_path() {
 struct DriverSimHost {
   explicit DriverSimHost(const std::string& scenario)
       : root(tmp.path() + "/root"),
-        fs((make_host_tree(root, scenario),
-            make_rooted_file_system(root))),
+        fs((make_host_tree(root, scenario), make_rooted_file_system(root))),
         proc(make_posix_process_runner()),
         host(*fs, *proc, clock, 0, "gpu-node-1") {
     opts.root = root;
@@ -52,8 +51,8 @@ struct DriverSimHost {
   // stand-in libraries.
   void use_libraries() {
     opts.root = "/";
-    opts.nvml_library = std::string(GPUNODE_TEST_STUB_DRIVER) +
-                        "/libnvidia-ml.so.1";
+    opts.nvml_library =
+        std::string(GPUNODE_TEST_STUB_DRIVER) + "/libnvidia-ml.so.1";
     opts.cuda_library = std::string(GPUNODE_TEST_STUB_DRIVER) + "/libcuda.so.1";
   }
 

@@ -479,24 +479,25 @@ TEST_CASE("allocatable diagnosis: fewer than wanted -> driver",
                              "driver"));
 }
 
-TEST_CASE("allocatable diagnosis: fewer than wanted, and the kernel log "
-          "names the GPU -> driver, naming it",
-          "[cluster-stage][allocatable][diagnosis]") {
+TEST_CASE(
+    "allocatable diagnosis: fewer than wanted, and the kernel log "
+    "names the GPU -> driver, naming it",
+    "[cluster-stage][allocatable][diagnosis]") {
   ClusterBed bed(4);
   healthy(bed, 3);
   // The derived log of an HGX board: Xid 79 on the GPU at PCI 0000:38:00,
   // which this host's inventory (one GPU, no bus id) cannot place.
-  bed.proc().script(
-      "dmesg",
-      test::read_text(std::string(GPUNODE_TEST_FIXTURES) +
-                      "/gpu/derived/dmesg-xid-79.txt"));
+  bed.proc().script("dmesg",
+                    test::read_text(std::string(GPUNODE_TEST_FIXTURES) +
+                                    "/gpu/derived/dmesg-xid-79.txt"));
   Check c = waiting(bed);
   CHECK(c.cause ==
         "driver: node advertises 3 of 4: the device plugin reports a GPU "
         "unhealthy: the GPU at PCI 0000:38:00 had Xid 79 (GPU has fallen off "
         "the bus) since boot: pid='<unknown>', name=<unknown>, GPU has "
         "fallen off the bus.");
-  CHECK_THAT(diagnosis(c), Catch::Contains("fix: drain the node, reset the GPU"));
+  CHECK_THAT(diagnosis(c),
+             Catch::Contains("fix: drain the node, reset the GPU"));
 }
 
 TEST_CASE("allocatable diagnosis: an application Xid is no reason",

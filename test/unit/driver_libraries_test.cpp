@@ -42,13 +42,16 @@ TEST_CASE("CUDA on the host: a working GPU is satisfied and says so",
   Check c = sim.check();
   INFO(c.code << ": " << c.summary << " / " << c.fix);
   REQUIRE(c.status == CheckStatus::kSatisfied);
-  CHECK_THAT(c.summary, Catch::EndsWith("MIG disabled, CUDA 13.0 works (NVML)"));
-  CHECK(any_contains(c.details, "CUDA 13.0 (driver API): 1 device(s), a "
-                                "context, 1 MiB allocated and copied both "
-                                "ways on each"));
-  CHECK(any_contains(c.details, "Fabric Manager: not an NVSwitch system (no "
-                                "NVSwitch on the PCI bus, GPU fabric state "
-                                "N/A)"));
+  CHECK_THAT(c.summary,
+             Catch::EndsWith("MIG disabled, CUDA 13.0 works (NVML)"));
+  CHECK(any_contains(c.details,
+                     "CUDA 13.0 (driver API): 1 device(s), a "
+                     "context, 1 MiB allocated and copied both "
+                     "ways on each"));
+  CHECK(any_contains(c.details,
+                     "Fabric Manager: not an NVSwitch system (no "
+                     "NVSwitch on the PCI bus, GPU fabric state "
+                     "N/A)"));
   const auto& cuda = c.facts["cuda"];
   CHECK(cuda["checked"] == true);
   CHECK(cuda["outcome"] == "ok");
@@ -201,10 +204,12 @@ TEST_CASE("health from NVML: ECC errors and persistence off warn",
   sim.env.set("GPUNODE_STUB_NVML_PERSISTENCE", "off");
   Check c = sim.check();
   REQUIRE(c.status == CheckStatus::kSatisfied);
-  CHECK(any_contains(c.warnings, "GPU 0 (00000000:00:06.0) has 3 "
-                                 "uncorrectable ECC error(s)"));
-  CHECK(any_contains(c.warnings, "persistence is off on GPU 0 and "
-                                 "nvidia-persistenced is not running"));
+  CHECK(any_contains(c.warnings,
+                     "GPU 0 (00000000:00:06.0) has 3 "
+                     "uncorrectable ECC error(s)"));
+  CHECK(any_contains(c.warnings,
+                     "persistence is off on GPU 0 and "
+                     "nvidia-persistenced is not running"));
   CHECK(c.facts["persistence"]["mode_off_gpus"] == nlohmann::json({"0"}));
 }
 

@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "driver_sim_host.hpp"
 #include "gpunode/stage.hpp"
 #include "gpunode/system_host.hpp"
 #include "stages/stages.hpp"
-#include "driver_sim_host.hpp"
 #include "test_support.hpp"
 
 namespace gpunode {
