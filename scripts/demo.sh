@@ -38,6 +38,21 @@ say "4. A hand-made containerd template that dropped SystemdCgroup (pods die aft
 bash test/sim/host-tree.sh "$demo/node-d" no-systemd-cgroup
 run status --root "$demo/node-d" "${host[@]}"
 
+say "4b. Below the driver: nvidia-smi is fine, but /dev/nvidia-uvm is missing (every CUDA container fails)"
+bash test/sim/host-tree.sh "$demo/node-u" no-uvm
+run status --root "$demo/node-u" --only driver
+say "4c. An HGX board (8 GPUs, NVSwitches) whose Fabric Manager is stopped: CUDA would fail with 802"
+bash test/sim/host-tree.sh "$demo/node-h" hgx-fm-stopped
+GPUNODE_SIM_ROOT=$demo/node-h GPUNODE_SIM_GPU_COUNT=8 \
+  GPUNODE_SIM_GPU_Q=test/fixtures/gpu/derived/hgx-8gpu-q-fabric-not-started.txt \
+  run status --root "$demo/node-h" --only driver
+say "4d. A GPU that fell off the bus (Xid 79 in the kernel log): a warning naming it"
+bash test/sim/host-tree.sh "$demo/node-x" hgx
+GPUNODE_SIM_ROOT=$demo/node-x GPUNODE_SIM_GPU_COUNT=8 \
+  GPUNODE_SIM_GPU_Q=test/fixtures/gpu/derived/hgx-8gpu-q-fabric-completed.txt \
+  GPUNODE_SIM_KERNEL_LOG=test/fixtures/gpu/derived/dmesg-xid-79.txt \
+  run status --root "$demo/node-x" --only driver
+
 say "5. The device plugin image: verified blob by blob before containerd sees it"
 bash test/sim/host-tree.sh "$demo/node-e" good-v3
 build/test/make_test_image "$demo/k8s-device-plugin-v0.19.3.tar" --mib 20

@@ -141,7 +141,10 @@ void report_health(const std::vector<HealthFinding>& findings,
     } else {
       fix = "; drain the node and reset the GPU (" + reset + ") or reboot";
     }
-    out.warnings.push_back(f.message + fix);
+    // The kernel's Xid text ends in its own full stop.
+    std::string message = f.message;
+    while (!message.empty() && message.back() == '.') message.pop_back();
+    out.warnings.push_back(message + fix);
   }
   out.facts["health"] = std::move(facts);
 }
