@@ -245,6 +245,21 @@ def facts(events, result):
             'memory_mib': g.get('memory_mib'),
             'mig_mode': g.get('mig_mode'),
         } for g in driver.get('gpus', []) or []],
+        # Below the driver (docs/json-events.md, driver): whether CUDA runs
+        # on the host, the NVSwitch fabric, and the GPUs the device plugin
+        # will drop.
+        'cuda': {
+            'checked': bool((driver.get('cuda') or {}).get('checked')),
+            'outcome': (driver.get('cuda') or {}).get('outcome'),
+            'version': (driver.get('cuda') or {}).get('driver_api_version'),
+        },
+        'nvswitch': bool((driver.get('fabric') or {}).get('nvswitch')),
+        'health': [{
+            'gpu': h.get('gpu'),
+            'kind': h.get('kind'),
+            'unhealthy': bool(h.get('unhealthy')),
+            'message': safe_text(h.get('message')),
+        } for h in driver.get('health', []) or []],
         'image': {
             'ref': image.get('ref'),
             'digest': image.get('digest'),

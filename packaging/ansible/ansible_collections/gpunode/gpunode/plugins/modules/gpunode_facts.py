@@ -116,6 +116,22 @@ ansible_facts:
           description: One per GPU, with C(index), C(name), C(uuid), C(memory_mib), C(mig_mode).
           type: list
           elements: dict
+        cuda:
+          description: >-
+            CUDA on the host, below any container, with C(checked) (false with
+            O(root)), C(outcome) (C(ok), C(system-not-ready), ...) and
+            C(version), the CUDA version the driver supports.
+          type: dict
+        nvswitch:
+          description: This is an NVSwitch system (Fabric Manager is needed).
+          type: bool
+        health:
+          description: >-
+            Xid errors since boot, uncorrectable ECC errors and pending page
+            retirement or row remapping, one per finding with C(gpu), C(kind),
+            C(unhealthy) (the device plugin drops the GPU) and C(message).
+          type: list
+          elements: dict
         image:
           description: The device plugin image, with C(ref), C(digest) and C(pinned).
           type: dict

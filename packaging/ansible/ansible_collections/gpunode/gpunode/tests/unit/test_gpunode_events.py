@@ -144,7 +144,13 @@ class FactsTest(unittest.TestCase):
             stage('driver', 'satisfied', facts={
                 'driver_version': '580.159.04', 'gpu_count': 1,
                 'gpus': [{'index': 0, 'name': 'NVIDIA H200', 'uuid': 'GPU-1',
-                          'memory_mib': 143771, 'mig_mode': 'disabled'}]}),
+                          'memory_mib': 143771, 'mig_mode': 'disabled'}],
+                'cuda': {'checked': True, 'outcome': 'ok',
+                         'driver_api_version': '13.0'},
+                'fabric': {'nvswitch': False},
+                'health': [{'gpu': 0, 'kind': 'xid', 'xid': 79,
+                            'unhealthy': True,
+                            'message': 'GPU 0 had Xid 79\x1b[2J'}]}),
             stage('allocatable', 'satisfied', facts={'nodes': [
                 {'node': 'gpu-a', 'this_node': True, 'gpus': 1,
                  'resource': 'nvidia.com/gpu', 'expected': 4,
@@ -162,6 +168,12 @@ class FactsTest(unittest.TestCase):
         self.assertEqual(f['node'], 'gpu-a')
         self.assertEqual(f['driver_version'], '580.159.04')
         self.assertEqual(f['gpus'][0]['name'], 'NVIDIA H200')
+        self.assertEqual(f['cuda'], {'checked': True, 'outcome': 'ok',
+                                     'version': '13.0'})
+        self.assertFalse(f['nvswitch'])
+        self.assertEqual(f['health'][0]['kind'], 'xid')
+        self.assertTrue(f['health'][0]['unhealthy'])
+        self.assertNotIn('\x1b', f['health'][0]['message'])
         self.assertEqual(f['slots']['advertised'], 4)
         self.assertTrue(f['slots']['ok'])
         self.assertEqual(f['plugin'], {'variant': 'time-slicing',
