@@ -14,6 +14,10 @@ namespace {
 // GPU; a hung driver must not eat the run's --timeout.
 constexpr std::chrono::milliseconds kCudaTimeout = std::chrono::seconds(30);
 
+// CUresult values (cuda.h) that mean "busy", not "broken".
+constexpr int kOutOfMemory = 2;          // CUDA_ERROR_OUT_OF_MEMORY
+constexpr int kDevicesUnavailable = 46;  // CUDA_ERROR_DEVICES_UNAVAILABLE
+
 // The CUDA version the smoke image was built for, as cuDriverGetVersion
 // numbers it (12050 for "...:vectoradd-cuda12.5.0"); 0 when the tag does
 // not say. The NVIDIA container runtime refuses a container whose
@@ -136,6 +140,21 @@ std::optional<Check> check_cuda(Context& ctx, const GpuInventory& inv,
   const auto timeout = std::min(kCudaTimeout, ctx.time_left());
   const CudaAnswer a = probe_cuda(ctx.opts.cuda_library, timeout);
   out.facts["cuda"] = answer_facts(a);
+  // A GPU that workloads hold is no broken GPU: in EXCLUSIVE_PROCESS compute
+  // mode a second context is refused (46, CUDA_ERROR_DEVICES_UNAVAILABLE),
+  // and a full GPU has no room for one (2, CUDA_ERROR_OUT_OF_MEMORY). cuInit
+  // passed, so CUDA itself works; a status run on a busy node must not
+  // report the node broken.
+  const bool on_a_gpu = a.failed_call.find("(GPU ") != std::string::npos;
+  if (a.outcome == CudaOutcome::kFailed && on_a_gpu &&
+      (a.error_code == kDevicesUnavailable || a.error_code == kOutOfMemory)) {
+    out.facts["cuda"]["busy"] = true;
+    out.warnings.push_back(
+        "CUDA initialised, but " + a.message +
+        ": the GPU is in use (exclusive compute mode, or its memory is full), "
+        "so the probe could not try it; rerun when it is idle to prove it");
+    return std::nullopt;
+  }
   Check c = verdict(a, inv);
   if (c.status == CheckStatus::kBlocked) return c;
 

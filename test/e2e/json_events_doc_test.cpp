@@ -171,6 +171,8 @@ TEST_CASE("json-events.md documents the facts a real status run emits",
       std::string(GPUNODE_TEST_FIXTURES) + "/gpu/derived/";
   driver_facts("good-v3", {}, true);
   driver_facts("good-v3", {{"GPUNODE_STUB_CUDA_INIT", "802"}}, true);
+  driver_facts("good-v3", {{"GPUNODE_STUB_CUDA_FAIL", "cuMemAlloc_v2:0:2"}},
+               true);
   driver_facts("hgx",
                {{"GPUNODE_STUB_NVML_GPUS", "8"},
                 {"GPUNODE_STUB_NVML_FABRIC", "completed"},

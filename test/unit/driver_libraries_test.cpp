@@ -85,7 +85,7 @@ TEST_CASE("CUDA on the host: each CUDA error is named with its fix",
                 "CUDA_VISIBLE_DEVICES"},
            Case{"999", "driver.cuda-unknown-error", "CUDA_ERROR_UNKNOWN",
                 "sudo nvidia-smi -r"},
-           Case{"2", "driver.cuda-failed", "CUDA_ERROR_OUT_OF_MEMORY",
+           Case{"3", "driver.cuda-failed", "CUDA_ERROR_NOT_INITIALIZED",
                 "reinstall the NVIDIA driver 580.159.04"},
        }) {
     INFO(k.init);
@@ -115,6 +115,29 @@ TEST_CASE("CUDA on the host: a failure on the second GPU names that GPU",
   CHECK_THAT(c.summary, Catch::Contains("GPU 1"));
   CHECK_THAT(c.summary, Catch::Contains("CUDA_ERROR_ECC_UNCORRECTABLE (214)"));
   CHECK(c.facts["cuda"]["devices"][0]["ok"] == true);
+}
+
+TEST_CASE(
+    "CUDA on the host: a GPU busy with workloads is a warning, not a "
+    "failure",
+    "[driver][cuda-check]") {
+  for (const char* fail :
+       {"cuDevicePrimaryCtxRetain:0:46", "cuMemAlloc_v2:0:2"}) {
+    INFO(fail);
+    LibraryHost sim;
+    sim.env.set("GPUNODE_STUB_CUDA_FAIL", fail);
+    Check c = sim.check();
+    CHECK(c.status == CheckStatus::kSatisfied);
+    CHECK(any_contains(c.warnings,
+                       "the GPU is in use (exclusive compute "
+                       "mode, or its memory is full)"));
+    CHECK(c.facts["cuda"]["busy"] == true);
+    CHECK(c.facts["cuda"]["outcome"] == "failed");
+  }
+  // The same codes from cuInit are CUDA failing.
+  LibraryHost sim;
+  sim.env.set("GPUNODE_STUB_CUDA_INIT", "46");
+  CHECK(sim.check().code == "driver.cuda-failed");
 }
 
 TEST_CASE("CUDA on the host: fewer CUDA devices than GPUs warns",
