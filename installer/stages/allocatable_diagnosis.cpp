@@ -3,6 +3,7 @@
 #include "gpu/below_driver.hpp"
 #include "plugin/gpu_nodes.hpp"
 #include "run/host_role.hpp"
+#include "stages/smoke_diagnosis.hpp"
 
 namespace gpunode {
 namespace {
@@ -19,17 +20,13 @@ std::string last_line(std::string s) {
   return nl == std::string::npos ? s : s.substr(nl + 1);
 }
 
+// "reason: message" lines of the events about one object (the DaemonSet or
+// a pod) in the plugin's namespace, read as the smoke stage reads its Pod's.
 std::string events_about(kube::Client& kube, const std::string& name,
                          Deadline deadline) {
-  auto events =
-      kube.list(std::string("/api/v1/namespaces/") + kPluginNamespace +
-                    "/events?fieldSelector=involvedObject.name%3D" + name,
-                deadline);
   std::string text;
-  if (!events) return text;
-  for (const auto& e : events->value("items", json::array())) {
-    text += e.value("reason", "") + ": " + e.value("message", "") + "\n";
-  }
+  for (const auto& e : read_pod_events(kube, kPluginNamespace, name, deadline))
+    text += e.reason + ": " + e.message + "\n";
   return text;
 }
 
