@@ -68,7 +68,8 @@ struct Block {
 void read_field(Block& block, const std::vector<std::string>& path,
                 std::string_view key, std::string_view value) {
   GpuHealth& h = block.health;
-  const std::string_view section = path.empty() ? "" : path.front();
+  const std::string_view section =
+      path.empty() ? std::string_view() : std::string_view(path.front());
   if (path.empty()) {
     if (key == "Persistence Mode" && !absent(value)) {
       h.persistence_mode = yes_no(value);
