@@ -31,6 +31,8 @@
 #include "gpunode/digest.hpp"
 #include "gpunode/image_archive.hpp"
 #include "gpunode/images_lock.hpp"
+#include "gpunode/progress_piece.hpp"
+#include "gpunode/toolkit_package_set.hpp"
 #include "gpunode/unique_fd.hpp"
 #include "gpunode/utc_time.hpp"
 #include "gpunode/work_limits.hpp"
@@ -161,7 +163,7 @@ Result<FileEntry> write_text_file(const std::string& root,
 // open(2) flags (O_NOFOLLOW where a link must not be followed).
 Result<FileEntry> copy_file(const std::string& src, const std::string& root,
                             const std::string& rel, mode_t mode,
-                            int open_flags = 0) {
+                            ProgressPiece& progress, int open_flags = 0) {
   UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC | open_flags));
   if (!in) return io_error("cannot read " + src, errno);
   // Tell the kernel the read is sequential: multi-GB archives stream better.
@@ -184,6 +186,7 @@ Result<FileEntry> copy_file(const std::string& src, const std::string& root,
     }
     if (r == 0) break;
     hasher.update(buf.data(), static_cast<std::size_t>(r));
+    progress.add(static_cast<std::uint64_t>(r));
     if (auto w =
             write_all(out->get(), buf.data(), static_cast<std::size_t>(r), dst);
         !w) {
@@ -513,6 +516,11 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
     to_pull.emplace_back(pull, std::move(image));
   }
 
+  // The toolkit packages: each directory's set is read and checked now.
+  auto package_sets =
+      read_toolkit_package_dirs(options.toolkit_package_dirs, options.note);
+  if (!package_sets) return package_sets.error();
+
   // --- Lay the bundle out in a temporary sibling. ---
   std::string tmpl = out + ".partial-XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
@@ -552,7 +560,24 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
     m.files.push_back(std::move(*entry));
     return {};
   };
-  if (auto r = add(copy_file(options.self_binary, root, "bin/gpunode", 0755));
+  // The copies' total, known before the first byte: their sources' sizes.
+  std::uint64_t to_copy_bytes = 0;
+  auto count = [&](const std::string& src) {
+    std::error_code ec;
+    const auto size = fs::file_size(src, ec);
+    if (!ec) to_copy_bytes += size;
+  };
+  count(options.self_binary);
+  for (const auto& src : options.runtime_files) count(src);
+  for (const auto& file : options.collection_files)
+    count(options.collections_root + "/" + file);
+  for (const auto& copy : to_copy) count(copy.first);
+  for (const ToolkitPackageSet& set : *package_sets)
+    for (const ToolkitPackageFile& file : set.files) count(file.path);
+  ProgressPiece copying(*options.progress, "create", options.out,
+                        to_copy_bytes);
+  if (auto r = add(
+          copy_file(options.self_binary, root, "bin/gpunode", 0755, copying));
       !r) {
     return r.error();
   }
@@ -560,7 +585,8 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
     const mode_t mode = ::access(src.c_str(), X_OK) == 0 ? 0755 : 0644;
     const std::string rel = "lib/gpunode/" + fs::path(src).filename().string();
     if (auto r = make_parents(rel); !r) return r.error();
-    if (auto r = add(copy_file(src, root, rel, mode)); !r) return r.error();
+    if (auto r = add(copy_file(src, root, rel, mode, copying)); !r)
+      return r.error();
   }
   for (const auto& file : options.collection_files) {
     const std::string src = options.collections_root + "/" + file;
@@ -568,19 +594,35 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
     const std::string rel = std::string(kCollectionsDir) + "/" + file;
     if (auto r = make_parents(rel); !r) return r.error();
     // O_NOFOLLOW: a link swapped in since the check is refused, not copied.
-    if (auto r = add(copy_file(src, root, rel, mode, O_NOFOLLOW)); !r) {
+    if (auto r = add(copy_file(src, root, rel, mode, copying, O_NOFOLLOW));
+        !r) {
       return r.error();
     }
   }
   for (auto& [source, image] : to_copy) {
-    if (auto r = add(copy_file(source, root, image.file, 0644)); !r) {
+    if (auto r = add(copy_file(source, root, image.file, 0644, copying)); !r) {
       return r.error();
     }
     m.images.push_back(image);
   }
+  for (const ToolkitPackageSet& set : *package_sets) {
+    for (const ToolkitPackageFile& file : set.files) {
+      const std::string rel = package_bundle_file(file.info);
+      if (auto r = make_parents(rel); !r) return r.error();
+      auto entry = copy_file(file.path, root, rel, 0644, copying, O_NOFOLLOW);
+      if (!entry) return entry.error();
+      if (auto same = confirm_copied_package(root + "/" + rel, file); !same)
+        return same.error();
+      m.packages.push_back({file.info.family, file.info.name, file.info.version,
+                            file.info.arch, rel, entry->sha256});
+      m.files.push_back(std::move(*entry));
+    }
+  }
+  copying.done();
   for (auto& [pull, image] : to_pull) {
     pull.out_path = root + "/" + image.file;
     pull.platforms = options.platforms;
+    if (pull.progress == &no_progress()) pull.progress = options.progress;
     ChunkedHasher hasher;
     pull.on_output = [&hasher](const char* p, std::size_t n) {
       hasher.update(p, n);

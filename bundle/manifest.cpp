@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "gpunode/bundle.hpp"
 
@@ -177,6 +178,20 @@ std::string write_manifest(const Manifest& m) {
     out << "platforms = " << string_array(i.platforms, false) << "\n";
     out << "file = " << quote(i.file) << "\n";
   }
+  std::sort(sorted.packages.begin(), sorted.packages.end(),
+            [](const PackageEntry& a, const PackageEntry& b) {
+              return std::tie(a.family, a.arch, a.name) <
+                     std::tie(b.family, b.arch, b.name);
+            });
+  for (const PackageEntry& p : sorted.packages) {
+    out << "\n[[packages]]\n";
+    out << "family = " << quote(p.family) << "\n";
+    out << "name = " << quote(p.name) << "\n";
+    out << "version = " << quote(p.version) << "\n";
+    out << "arch = " << quote(p.arch) << "\n";
+    out << "file = " << quote(p.file) << "\n";
+    out << "sha256 = " << quote(p.sha256) << "\n";
+  }
   for (const FileEntry& f : sorted.files) {
     out << "\n[[files]]\n";
     out << "path = " << quote(f.path) << "\n";
@@ -234,9 +249,8 @@ Result<Manifest> parse_manifest(const std::string& text,
   m.chunk_bytes = *cb;
 
   static const std::set<std::string> kTopKeys = {
-      "format_version", "created",     "gpunode_version",
-      "min_driver",     "chunk_bytes", "images",
-      "files"};
+      "format_version", "created", "gpunode_version", "min_driver",
+      "chunk_bytes",    "images",  "packages",        "files"};
   for (const auto& [key, node] : doc) {
     if (!kTopKeys.count(std::string(key.str())))
       return bad(where(source, node),
@@ -341,6 +355,57 @@ Result<Manifest> parse_manifest(const std::string& text,
           return bad(where(source, value), "unknown key \"" + k + "\"");
       }
       m.images.push_back(std::move(i));
+    }
+  }
+
+  auto packages = table_array("packages");
+  if (!packages) return packages.error();
+  if (*packages) {
+    std::set<std::tuple<std::string, std::string, std::string>> sets;
+    for (const toml::node& node : **packages) {
+      const toml::table& t = *node.as_table();
+      const std::string ctx = where(source, node);
+      PackageEntry p;
+      for (auto [key, dest] :
+           {std::pair<const char*, std::string*>{"family", &p.family},
+            {"name", &p.name},
+            {"version", &p.version},
+            {"arch", &p.arch},
+            {"file", &p.file},
+            {"sha256", &p.sha256}}) {
+        auto s = r.str(t, key, ctx);
+        if (!s) return s.error();
+        if (s->empty())
+          return bad(where(source, *t.get(key)),
+                     std::string("package \"") + key + "\" is empty");
+        *dest = *s;
+      }
+      if (p.family != "deb" && p.family != "rpm")
+        return bad(where(source, *t.get("family")),
+                   "package family \"" + p.family +
+                       "\" is neither \"deb\" nor \"rpm\"");
+      const auto file =
+          std::find_if(m.files.begin(), m.files.end(),
+                       [&](const FileEntry& f) { return f.path == p.file; });
+      if (file == m.files.end())
+        return bad(where(source, *t.get("file")),
+                   "package \"" + p.name + "\" names file \"" + p.file +
+                       "\", which is not listed in [[files]]");
+      if (file->sha256 != p.sha256)
+        return bad(where(source, *t.get("sha256")),
+                   "package \"" + p.name + "\" gives sha256 " + p.sha256 +
+                       ", but [[files]] gives " + p.file + " " + file->sha256);
+      if (!sets.emplace(p.family, p.arch, p.name).second)
+        return bad(where(source, *t.get("name")),
+                   "package \"" + p.name + "\" is listed twice for " +
+                       p.family + " " + p.arch);
+      for (const auto& [key, value] : t) {
+        const std::string k(key.str());
+        if (k != "family" && k != "name" && k != "version" && k != "arch" &&
+            k != "file" && k != "sha256")
+          return bad(where(source, value), "unknown key \"" + k + "\"");
+      }
+      m.packages.push_back(std::move(p));
     }
   }
   return m;

@@ -11,6 +11,7 @@
 
 #include <curl/curl.h>  // the CURLcodes that are not worth a retry
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,10 +28,12 @@
 #include <variant>
 
 #include "gpunode/archive_handles.hpp"
+#include "gpunode/base64.hpp"
 #include "gpunode/digest.hpp"
 #include "gpunode/http.hpp"
 #include "gpunode/http_curl.hpp"
 #include "gpunode/images_lock.hpp"
+#include "gpunode/progress_piece.hpp"
 #include "gpunode/system_host.hpp"
 #include "gpunode/unique_fd.hpp"
 
@@ -145,11 +148,20 @@ bool to_blob(Sink& s, int status, std::string_view chunk) {
   return true;
 }
 
-// "Bearer realm="https://x/token",service="x",scope="repository:a:pull""
-std::map<std::string, std::string> parse_challenge(const std::string& h) {
-  std::map<std::string, std::string> out;
-  if (lower(h.substr(0, 7)) != "bearer ") return out;
-  std::size_t i = 7;
+// A WWW-Authenticate challenge (RFC 7235): the scheme, then its
+// parameters, e.g. Bearer realm="https://x/token",service="x",
+// scope="repository:a:pull" (Docker's token auth spec) or Basic
+// realm="Registry Realm" (distribution's htpasswd auth).
+struct Challenge {
+  std::string scheme;  // lower case: "bearer", "basic"
+  std::map<std::string, std::string> params;
+};
+
+Challenge parse_challenge(const std::string& h) {
+  Challenge out;
+  const auto space = h.find(' ');
+  out.scheme = lower(h.substr(0, space));
+  std::size_t i = space == std::string::npos ? h.size() : space + 1;
   while (i < h.size()) {
     while (i < h.size() && (h[i] == ' ' || h[i] == ',')) ++i;
     const auto eq = h.find('=', i);
@@ -168,7 +180,7 @@ std::map<std::string, std::string> parse_challenge(const std::string& h) {
           h.substr(i, end == std::string::npos ? std::string::npos : end - i);
       i = end == std::string::npos ? h.size() : end;
     }
-    out[key] = value;
+    out.params[key] = value;
   }
   return out;
 }
@@ -190,6 +202,9 @@ class Client {
     base_ = std::string(o.insecure_http ? "http://" : "https://") +
             ref_.registry + "/v2/" + ref_.repository;
   }
+  ~Client() { OPENSSL_cleanse(authorization_.data(), authorization_.size()); }
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
 
   // GET of a manifest into memory.
   Result<http::HttpResponse> manifest(const std::string& reference) {
@@ -237,7 +252,7 @@ class Client {
   // transfer already sent out is kept: the next attempt asks for the rest.
   Result<http::HttpResponse> get(const std::string& url, const char* accept,
                                  Sink& sink, const std::string& what) {
-    bool tried_token = false;
+    bool tried_auth = false;
     std::string last;
     http::HttpResponse got;
     http::RetryPlan plan;
@@ -263,8 +278,11 @@ class Client {
       http::HttpRequest req;
       req.target = url;
       req.accept = accept;
-      if (!token_.empty())
-        req.headers.push_back("Authorization: Bearer " + token_);
+      // libcurl (>= 7.83) does not forward this header through a redirect
+      // to another host, port or scheme (a blob served from object
+      // storage): CURLOPT_HTTPHEADER, CURLOPT_UNRESTRICTED_AUTH.
+      if (!authorization_.empty())
+        req.headers.push_back("Authorization: " + authorization_);
       // Resume: keep what a cut transfer already wrote and hashed.
       const bool resume = sink.out && sink.written > 0;
       if (resume)
@@ -288,7 +306,7 @@ class Client {
           req, attempt.remaining,
           std::min(attempt.remaining, std::chrono::milliseconds(30000)),
           sink.out ? blob_data : http::OnData());
-      return judge(outcome, sink, tried_token, last, got, what);
+      return judge(outcome, sink, tried_auth, last, got, what);
     });
     if (!done) return done.error();
     return got;
@@ -296,8 +314,8 @@ class Client {
 
   // One attempt's outcome as a step of the retry loop.
   http::Step judge(const http::Outcome& outcome, const Sink& sink,
-                   bool& tried_token, std::string& last,
-                   http::HttpResponse& got, const std::string& what) {
+                   bool& tried_auth, std::string& last, http::HttpResponse& got,
+                   const std::string& what) {
     using http::Step;
     if (sink.io_failed)
       return Step::fail(blocked(std::string("cannot write ") + what + ": " +
@@ -329,13 +347,15 @@ class Client {
     }
     const auto& response = std::get<http::HttpResponse>(outcome);
     const int status = response.status;
-    if (status == 401 && !tried_token) {
-      tried_token = true;
+    if (status == 401) {
+      // One answer to the challenge per request; a second 401 means what
+      // we sent (or an anonymous token) is not enough.
+      if (tried_auth) return Step::fail(not_allowed());
+      tried_auth = true;
       const auto challenge = response.headers.find("www-authenticate");
-      auto t =
-          fetch_token(challenge == response.headers.end() ? std::string()
+      auto a = answer(challenge == response.headers.end() ? std::string()
                                                           : challenge->second);
-      if (!t) return Step::fail(t.error());
+      if (!a) return Step::fail(a.error());
       return Step::again();  // authenticating is not a failed attempt
     }
     if (status == 200 || status == 206) {
@@ -369,17 +389,82 @@ class Client {
                 status));
   }
 
-  // Anonymous token for the challenge's scope (public registries: nvcr.io,
-  // Docker Hub, ghcr.io all answer an unauthenticated pull with 401).
-  Result<void> fetch_token(const std::string& challenge) {
-    auto params = parse_challenge(challenge);
-    if (params["realm"].empty())
-      return blocked(options_.ref + ": the registry wants credentials (" +
-                         (challenge.empty() ? "no challenge" : challenge) +
-                         "); only anonymous pulls are supported",
+  // "USER@HOST", for messages: the user name may be shown, the password
+  // never.
+  std::string who() const {
+    return options_.credentials->username + "@" + ref_.registry;
+  }
+
+  Error refused(const std::string& by) const {
+    return blocked(options_.ref + ": " + by + " refused the credentials for " +
+                       who() + " (from " + options_.credentials->source + ")",
+                   "check the user name and password (or API key) in that "
+                   "file",
+                   401);
+  }
+
+  Error needs_credentials(const std::string& scheme) const {
+    return blocked(options_.ref + ": " + ref_.registry +
+                       " wants credentials (" + scheme +
+                       ") and none were given for it",
+                   "pass --registry-auth FILE (containers-auth.json(5), as "
+                   "written by podman login --authfile FILE " +
+                       ref_.registry + ")",
+                   401);
+  }
+
+  // A 401 after the challenge was answered.
+  Error not_allowed() const {
+    return options_.credentials ? refused("the registry")
+                                : needs_credentials("a pull token");
+  }
+
+  // Answers a 401's challenge (OCI distribution spec, "Authentication";
+  // Docker's token auth spec): Basic with the credentials, or a Bearer
+  // token from the challenge's realm.
+  Result<void> answer(const std::string& header) {
+    const Challenge challenge = parse_challenge(header);
+    if (challenge.scheme == "bearer") return fetch_token(challenge.params);
+    if (challenge.scheme == "basic") {
+      if (!options_.credentials) return needs_credentials("HTTP Basic");
+      // base_ is https unless --insecure-registry: the one place the
+      // registry's own Basic credentials may travel in the clear.
+      authorization_ = basic();
+      return {};
+    }
+    return blocked(options_.ref + ": the registry answered 401 with " +
+                       (header.empty() ? std::string("no challenge")
+                                       : "the challenge '" + header + "'") +
+                       "; gpunode speaks Basic and Bearer (token) auth",
+                   {}, 401);
+  }
+
+  std::string basic() const {
+    return "Basic " + encode_base64(options_.credentials->username + ":" +
+                                    options_.credentials->password);
+  }
+
+  // A token for the challenge's scope from its realm (Docker's token auth
+  // spec: GET realm?service=..&scope=..), with the credentials as Basic
+  // when there are any, anonymous otherwise (public images on nvcr.io,
+  // Docker Hub, ghcr.io). The realm is verified TLS like the registry; it
+  // gets credentials over plain HTTP only with --insecure-registry.
+  Result<void> fetch_token(std::map<std::string, std::string> params) {
+    const std::string realm = params["realm"];
+    if (realm.empty())
+      return blocked(options_.ref +
+                         ": the registry's Bearer challenge names no realm "
+                         "(token service)",
+                     {}, 401);
+    const bool https = lower(realm.substr(0, 8)) == "https://";
+    if (!https &&
+        !(options_.insecure_http && lower(realm.substr(0, 7)) == "http://"))
+      return blocked(options_.ref + ": the token service " + realm +
+                         " is not HTTPS; gpunode sends nothing there "
+                         "unless --insecure-registry is given",
                      {}, 401);
     http::HttpRequest req;
-    req.target = params["realm"];
+    req.target = realm;
     req.accept.clear();
     req.max_body = 1024 * 1024;
     char sep = req.target.find('?') == std::string::npos ? '?' : '&';
@@ -389,25 +474,32 @@ class Client {
           sep + std::string(key) + "=" + http::url_encode(params[key]);
       sep = '&';
     }
+    if (options_.credentials)
+      req.headers.push_back("Authorization: " + basic());
     const http::Outcome outcome =
         transport_->perform(req, std::chrono::milliseconds(60000),
                             std::chrono::milliseconds(30000), nullptr);
     const auto* failure = std::get_if<http::TransportError>(&outcome);
     const int status =
         failure ? 0 : std::get<http::HttpResponse>(outcome).status;
+    if ((status == 401 || status == 403) && options_.credentials)
+      return refused("the token service " + realm);
+    if (status == 401 || status == 403) return needs_credentials("Bearer");
     if (failure || status != 200)
       return blocked(
-          options_.ref + ": no anonymous token from " + params["realm"] + ": " +
+          options_.ref + ": no token from " + realm + ": " +
               (failure ? failure->reason : "HTTP " + std::to_string(status)),
           {}, status);
+    std::string token;
     try {
       const json j = json::parse(std::get<http::HttpResponse>(outcome).body);
-      token_ = j.value("token", j.value("access_token", std::string()));
+      token = j.value("token", j.value("access_token", std::string()));
     } catch (const std::exception&) {
     }
-    if (token_.empty())
-      return blocked(options_.ref + ": the token service " + params["realm"] +
+    if (token.empty())
+      return blocked(options_.ref + ": the token service " + realm +
                      " sent no token");
+    authorization_ = "Bearer " + token;
     return {};
   }
 
@@ -417,7 +509,7 @@ class Client {
   Clock& clock_;
   http::SteadyTime deadline_;
   std::string base_;
-  std::string token_;
+  std::string authorization_;  // the Authorization header's value, if any
 };
 
 // "linux/arm64" matches a descriptor platform {os, architecture[, variant]};
@@ -789,6 +881,11 @@ Result<PulledImage> pull_to_oci_archive(const PullOptions& options) {
                    std::strerror(errno));
   TarWriter tar(temp.path(), fd.get(), options.on_output);
   if (auto r = tar.open(); !r) return r.error();
+  // The blobs' bytes as they stream in: what the pull waits for.
+  std::uint64_t to_fetch = 0;
+  for (const auto& [name, entry] : entries)
+    if (entry.remote) to_fetch += entry.remote->size;
+  ProgressPiece progress(*options.progress, "pull", options.ref, to_fetch);
   // std::map iterates in byte order: the entries come out sorted.
   for (const auto& [name, entry] : entries) {
     if (auto r = tar.begin(name, entry.size()); !r) return r.error();
@@ -801,6 +898,7 @@ Result<PulledImage> pull_to_oci_archive(const PullOptions& options) {
     }
     const Blob& b = *entry.remote;
     const BlobOut to_tar = [&](const char* p, std::size_t n) {
+      progress.add(n);
       return tar.data(p, n);
     };
     if (auto r = client.blob(b.digest, b.size, to_tar, b.what); !r)
@@ -812,6 +910,7 @@ Result<PulledImage> pull_to_oci_archive(const PullOptions& options) {
     return blocked("cannot rename " + temp.path() + " to " + options.out_path +
                    ": " + std::strerror(errno));
   temp.release();
+  progress.done();
   pulled.digest = top_digest;
   pulled.platforms.assign(found.begin(), found.end());
   return pulled;

@@ -27,6 +27,7 @@
 #include "gpunode/bundle.hpp"
 #include "gpunode/crash_point.hpp"
 #include "gpunode/digest.hpp"
+#include "gpunode/progress_piece.hpp"
 #include "gpunode/unique_fd.hpp"
 #include "gpunode/work_limits.hpp"
 
@@ -274,6 +275,7 @@ struct Item {
 std::string hash_range(int fd, std::uint64_t offset, std::uint64_t length,
                        Sha256& sha, std::vector<char>& buf,
                        std::atomic<std::uint64_t>& bytes,
+                       ProgressPiece& progress,
                        const std::function<bool()>& go_on,
                        std::string& digest) {
   if (!sha.reset()) return "cannot start SHA-256";
@@ -299,6 +301,7 @@ std::string hash_range(int fd, std::uint64_t offset, std::uint64_t length,
     sha.update(buf.data(), static_cast<std::size_t>(n));
     done += static_cast<std::uint64_t>(n);
     bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+    progress.add(static_cast<std::uint64_t>(n));
   }
   digest = sha.hex();
   return "";
@@ -403,6 +406,9 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
       items.push_back({i, c, off, std::min(chunk, files[i].size - off)});
     }
   }
+  std::uint64_t to_hash = 0;
+  for (const Item& it : items) to_hash += it.length;
+  ProgressPiece progress(*options.progress, "verify", dir, to_hash);
   // What went wrong with each item ("" for none), in item order.
   std::vector<std::string> item_problems(items.size());
   std::atomic<std::size_t> next{0};
@@ -453,7 +459,7 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
       if (!fd) continue;  // its open failed for an earlier chunk
       std::string digest;
       std::string error = hash_range(fd.get(), it.offset, it.length, sha, buf,
-                                     bytes, go_on, digest);
+                                     bytes, progress, go_on, digest);
       if (!error.empty()) {
         item_problems[k] = std::move(error);
       } else if (digest != f.chunks[it.chunk]) {
@@ -512,6 +518,7 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
     }
     return integrity(std::move(message));
   }
+  progress.done();
   return report;
 }
 

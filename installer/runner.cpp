@@ -102,6 +102,8 @@ class Run {
                  ? ClusterWrites::kReal
                  : ClusterWrites::kDryRun) {}
 
+  Context& context() { return ctx_; }
+
   ExitCode execute(StageList stages) {
     if (mutating_) {
       if (auto r = begin(); !r)
@@ -490,8 +492,9 @@ class Run {
 }  // namespace
 
 ExitCode run_stages(Host& host, const Options& opts, RunMode mode,
-                    StageList stages, Reporter& report) {
+                    StageList stages, Reporter& report, Progress& progress) {
   Run run(host, opts, mode, report);
+  run.context().progress = &progress;
   return run.execute(std::move(stages));
 }
 

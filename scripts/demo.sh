@@ -30,6 +30,22 @@ run install --root "$demo/node-b" "${host[@]}"
 say "   Let gpunode restart k3s and wait for containerd's new config"
 run install --root "$demo/node-b" --restart-k3s "${host[@]}"
 
+say "2b. No toolkit at all: the bundle on the USB stick carries NVIDIA's toolkit packages, the host's rpm installs them"
+bash test/sim/host-tree.sh "$demo/node-t" no-toolkit
+rm -rf "$demo/node-t/var/lib/rpm" "$demo/toolkit-rpm" "$demo/usb-t"
+rpm --root "$demo/node-t" --dbpath /var/lib/rpm --initdb 2>/dev/null
+# Stand-ins shaped like NVIDIA's four packages (the real ones cannot be
+# downloaded here), and a small device plugin image for the bundle.
+test/tools/make-toolkit-packages.sh "$demo/toolkit-rpm" --family rpm --arch "$(dpkg --print-architecture)" >/dev/null
+build/test/make_test_image "$demo/k8s-device-plugin-v0.19.3.tar" --mib 20 >/dev/null
+printf '$ %s\n' "gpunode bundle create --out $demo/usb-t --image-archive ... --toolkit-packages $demo/toolkit-rpm"
+"$gpunode" bundle create --out "$demo/usb-t" --image-archive "$demo/k8s-device-plugin-v0.19.3.tar" \
+  --toolkit-packages "$demo/toolkit-rpm" 2>&1 | tail -1
+export GPUNODE_SIM_ROOT=$demo/node-t
+run install --root "$demo/node-t" --bundle "$demo/usb-t" --insecure-skip-signature "${host[@]}"
+say "   Rerun with --restart-k3s: the packages are the bundle's, k3s picks up the runtime"
+run install --root "$demo/node-t" --bundle "$demo/usb-t" --insecure-skip-signature --restart-k3s "${host[@]}"
+
 say "3. Eight GPUs with MIG on, as JSON lines for automation"
 bash test/sim/host-tree.sh "$demo/node-c" good-v2
 GPUNODE_SIM_GPU_COUNT=8 GPUNODE_SIM_GPU_MIG=Enabled run install --root "$demo/node-c" --only driver --json
@@ -55,7 +71,6 @@ GPUNODE_SIM_ROOT=$demo/node-x GPUNODE_SIM_GPU_COUNT=8 \
 
 say "5. The device plugin image: verified blob by blob before containerd sees it"
 bash test/sim/host-tree.sh "$demo/node-e" good-v3
-build/test/make_test_image "$demo/k8s-device-plugin-v0.19.3.tar" --mib 20
 build/test/make_test_image "$demo/damaged.tar" --mib 20 --damage corrupt-layer >/dev/null
 # A private containerd stands in for k3s's (`k3s ctr` forwards to it).
 build/test/sim_node --root "$demo/node-e" --containerd -- \

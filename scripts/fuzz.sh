@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-1000000}
 targets=(containerd_config bundle_manifest nvidia_smi kubeconfig oci_archive
-  watch_events)
+  watch_events toolkit_package)
 
 # The project's libraries (scripts/setup.sh installs them only when missing),
 # then clang and its fuzzer/sanitizer runtimes, likewise.

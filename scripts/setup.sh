@@ -11,6 +11,8 @@ build_packages=(g++ cmake ninja-build pkg-config
   libyaml-cpp-dev libarchive-dev libcurl4-openssl-dev catch2
   containerd
   docker-registry skopeo  # a real loopback registry for the pull tests
+  apache2-utils  # htpasswd (bcrypt) for the registry that wants credentials
+  rpm  # rpmbuild and rpm --root: the toolkit packages' tests (dpkg is there)
   python3-yaml openssl  # the simulated k3s node (test/sim/k3s_sim.py)
   debootstrap  # the bullseye chroot of the packaging tests (label package)
   # ansible-doc finds the collection the .deb installs (test-deb.sh); the

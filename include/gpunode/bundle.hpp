@@ -10,6 +10,9 @@
 //                        required when a trust key is configured)
 //     bin/gpunode        the installer itself
 //     images/*.tar       OCI-layout or docker-archive tars, uncompressed
+//     packages/deb/*.deb, packages/rpm/*.rpm
+//                        the NVIDIA container toolkit set per distribution
+//                        family (optional; gpunode/toolkit_packages.hpp)
 //     manifests/*.yml    the RuntimeClass and the two device plugin manifests
 //     install.sh         exec "$(dirname "$0")/bin/gpunode" install --bundle
 //     "$(dirname "$0")" "$@"
@@ -23,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "gpunode/progress.hpp"
 #include "gpunode/result.hpp"
 
 namespace gpunode::bundle {
@@ -57,6 +61,22 @@ struct ImageEntry {
       file;  // e.g. images/k8s-device-plugin-v0.19.3.tar (also in files)
 };
 
+// One package of the NVIDIA container toolkit set the bundle carries
+// (`bundle create --toolkit-packages DIR`), as read from its own control or
+// header data at create time; the toolkit stage installs the set that matches
+// the host's family and architecture.
+struct PackageEntry {
+  std::string family;   // "deb" or "rpm"
+  std::string name;     // one of kToolkitPackageNames (toolkit_packages.hpp)
+  std::string version;  // deb: the Version field ("1.17.8-1"); rpm:
+                        // VERSION-RELEASE ("1.17.8-1")
+  std::string arch;     // as the package says: deb amd64/arm64, rpm
+                        // x86_64/aarch64
+  std::string file;     // e.g. packages/deb/nvidia-container-toolkit_1.17.8-1_
+                        // amd64.deb (also in files)
+  std::string sha256;   // of the whole file, the same as its [[files]] entry's
+};
+
 struct Manifest {
   int format_version = kFormatVersion;
   std::string created;  // ISO 8601 UTC (fixed by --created / SOURCE_DATE_EPOCH
@@ -65,6 +85,8 @@ struct Manifest {
   std::string min_driver;  // may be empty
   std::uint64_t chunk_bytes = kChunkBytes;
   std::vector<ImageEntry> images;
+  // Sorted by family, arch, name ([[packages]]; none in an older bundle).
+  std::vector<PackageEntry> packages;
   std::vector<FileEntry> files;  // sorted by path; every file except
                                  // bundle.toml and bundle.toml.sig
 };
@@ -87,6 +109,9 @@ struct VerifyOptions {
   // ExitCode::kTimeout; a Ctrl-C stops it with kInterrupted.
   std::chrono::steady_clock::time_point deadline =
       std::chrono::steady_clock::time_point::max();
+  // Sees the bytes hashed ("verify", the bundle directory, the listed
+  // files' bytes), from every hashing thread.
+  Progress* progress = &no_progress();
 };
 
 struct VerifyReport {

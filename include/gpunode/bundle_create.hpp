@@ -22,6 +22,9 @@ struct CreateOptions {
   // are set here); name_as must be a locked image's ref.
   std::vector<PullOptions> pulls;
   std::function<void(const std::string&)> note;  // progress lines; optional
+  // Sees the bytes of the files copied in ("create", out, their total
+  // size); each pull gets it too, unless it has its own.
+  Progress* progress = &no_progress();
   std::string self_binary;  // copied as bin/gpunode (/proc/self/exe)
   // The portable build (packaging/build-portable.sh): self_binary is its
   // launcher and these, lib/gpunode/* (glibc's loader, the libraries, the
@@ -35,6 +38,10 @@ struct CreateOptions {
   // before anything is written. Empty for a plain build.
   std::string collections_root;
   std::vector<std::string> collection_files;
+  // --toolkit-packages: each directory holds NVIDIA's container toolkit
+  // set for one family and architecture (toolkit_package_set.hpp), copied
+  // to packages/<family>/ and recorded in [[packages]].
+  std::vector<std::string> toolkit_package_dirs;
   std::optional<std::string> sign_key_pem;  // --sign-key: Ed25519 private key
   std::string created;  // ISO 8601; "" = SOURCE_DATE_EPOCH or now
   std::string min_driver;

@@ -14,9 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include "gpunode/bundle.hpp"
 #include "gpunode/gpu.hpp"
 #include "gpunode/host.hpp"
 #include "gpunode/options.hpp"
+#include "gpunode/progress.hpp"
 #include "gpunode/result.hpp"
 
 namespace gpunode {
@@ -43,7 +45,10 @@ struct VerifiedBundle {
   // The smoke stage's image (--smoke-image) in the bundle: real path, or
   // empty when the bundle does not carry it.
   std::string smoke_archive;
-  std::string min_driver;         // may be empty
+  std::string min_driver;  // may be empty
+  // The toolkit packages the bundle carries (bundle.toml's [[packages]]),
+  // every family and architecture; `file` stays relative to dir.
+  std::vector<bundle::PackageEntry> toolkit_packages;
   std::uint64_t image_bytes = 0;  // the image archives' total size
   // manifests/*.yml as the bundle carries them (read once, after their
   // hashes verified), by file name; the stages install these, not the
@@ -79,6 +84,10 @@ class Context {
   // of its own after it (the allocatable diagnosis) takes its own.
   std::chrono::steady_clock::time_point deadline;
   std::chrono::milliseconds time_left() const;
+  // Where long work (the bundle's verification, the image import) shows
+  // how far it is: the command line's renderer (gpunode/progress_display.
+  // hpp), else nothing.
+  Progress* progress = &no_progress();
 
   // Which k3s role this host has (a k3s or k3s-agent unit), and so the
   // scope this run does: --scope, else by the role (run/host_role.hpp).

@@ -43,6 +43,9 @@ struct Options {
   std::vector<std::string> only;
   std::vector<std::string> skip;
   bool restart_k3s = false;
+  // --upgrade-toolkit: install the bundle's toolkit packages over another
+  // installed version (stages/toolkit_stage.cpp).
+  bool upgrade_toolkit = false;
   bool dry_run = false;
   bool json = false;
   bool color = true;  // still only on a TTY and without NO_COLOR

@@ -11,12 +11,28 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "gpunode/progress.hpp"
 #include "gpunode/result.hpp"
 
 namespace gpunode::bundle {
+
+// A user name and password (or API key, or access token) for one registry,
+// from an auth file (registry_auth.hpp). Sent as HTTP Basic to the registry
+// or to its token service when they ask (a 401 challenge), and only over
+// HTTPS unless --insecure-registry. The password is wiped when it goes.
+struct RegistryCredentials {
+  RegistryCredentials() = default;
+  RegistryCredentials(const RegistryCredentials&) = default;
+  RegistryCredentials& operator=(const RegistryCredentials&) = default;
+  ~RegistryCredentials();
+  std::string username;
+  std::string password;
+  std::string source;  // "FILE (key KEY)": where they came from, no secret
+};
 
 struct PullOptions {
   // "host[:port]/repo[:tag|@sha256:...]", e.g. nvcr.io/nvidia/k8s-device-
@@ -27,12 +43,17 @@ struct PullOptions {
   std::string ca_file;         // PEM CA bundle instead of the system CAs
   bool insecure_http = false;  // plain HTTP; only when explicitly asked
   std::chrono::seconds timeout{1800};  // the whole pull
+  // Sent only when the registry asks for credentials; none: anonymous.
+  std::optional<RegistryCredentials> credentials;
   // org.opencontainers.image.ref.name written into index.json; empty = ref.
   // The archive names the image, not the registry it came through.
   std::string name_as;
   // Sees every byte written to the tar, in order (e.g. to hash it for
   // bundle.toml without reading the file back). May be empty.
   std::function<void(const char*, std::size_t)> on_output;
+  // Sees the blobs' bytes as they stream ("pull", the ref, the sum of the
+  // blob sizes of the platforms pulled).
+  Progress* progress = &no_progress();
 };
 
 struct PulledImage {
@@ -64,8 +85,9 @@ std::string archive_name_for(const std::string& ref);
 // Nothing is left at out_path on failure.
 //
 // Docker schema 2 manifest lists / manifests are kept as served (OCI layout
-// descriptors may carry those media types; ctr imports them). Anonymous
-// pulls only: a registry that wants credentials is refused (kBlocked).
+// descriptors may carry those media types; ctr imports them). A registry
+// that wants credentials when none were given, or refuses the given ones,
+// is kBlocked (the message names the user and host, never the password).
 Result<PulledImage> pull_to_oci_archive(const PullOptions& options);
 
 }  // namespace gpunode::bundle

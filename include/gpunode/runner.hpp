@@ -7,6 +7,7 @@
 
 #include "gpunode/host.hpp"
 #include "gpunode/options.hpp"
+#include "gpunode/progress.hpp"
 #include "gpunode/report.hpp"
 #include "gpunode/stage.hpp"
 
@@ -18,7 +19,9 @@ enum class RunMode { kInstall, kPlan, kStatus };
 // plan, status.
 std::string command_name(RunMode mode, bool dry_run);
 
+// `progress` becomes the run's Context::progress.
 ExitCode run_stages(Host& host, const Options& opts, RunMode mode,
-                    StageList stages, Reporter& report);
+                    StageList stages, Reporter& report,
+                    Progress& progress = no_progress());
 
 }  // namespace gpunode

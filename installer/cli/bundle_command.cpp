@@ -20,10 +20,13 @@
 #include "gpunode/bundle_create.hpp"
 #include "gpunode/bundle_trust.hpp"
 #include "gpunode/interrupt.hpp"
+#include "gpunode/progress_display.hpp"
+#include "gpunode/registry_auth.hpp"
 #include "gpunode/registry_pull.hpp"
 #include "gpunode/report.hpp"
 #include "gpunode/system_host.hpp"
 #include "gpunode/terminal_text.hpp"
+#include "gpunode/text.hpp"
 #include "gpunode/trust_anchor.hpp"
 
 namespace gpunode {
@@ -74,6 +77,22 @@ std::string human_bytes(std::uint64_t b) {
   return buf;
 }
 
+// "4 toolkit packages (deb amd64 1.17.8-1), ": each set the bundle carries,
+// or "" for none (bundle.toml's [[packages]], sorted by family and arch).
+std::string package_summary(const std::vector<bundle::PackageEntry>& packages) {
+  if (packages.empty()) return "";
+  std::vector<std::string> sets;
+  for (std::size_t i = 0; i < packages.size(); ++i) {
+    const auto& p = packages[i];
+    if (i > 0 && p.family == packages[i - 1].family &&
+        p.arch == packages[i - 1].arch)
+      continue;
+    sets.push_back(p.family + " " + p.arch + " " + p.version);
+  }
+  return std::to_string(packages.size()) + " toolkit packages (" + join(sets) +
+         "), ";
+}
+
 struct VerifyFlags {
   std::string path;
   std::vector<std::string> trust_keys;
@@ -112,6 +131,8 @@ int run_verify(const VerifyFlags& f, const std::set<std::string>& given,
   if (!trusted) return fail(trusted.error());
   bundle::VerifyOptions options = std::move(*trusted);
   options.threads = f.threads;
+  auto progress = make_cli_progress(f.json, io.out, io.err);
+  options.progress = progress.get();
   const auto start = std::chrono::steady_clock::now();
   auto result = bundle::verify_bundle(f.path, options);
   const double seconds =
@@ -129,11 +150,19 @@ int run_verify(const VerifyFlags& f, const std::set<std::string>& given,
       r.signed_by_trusted_key
           ? "signed by " + r.key_fingerprint
           : "signature NOT checked (--insecure-skip-signature)";
-  const std::string summary = std::to_string(r.manifest.files.size()) +
-                              " files, " + human_bytes(total) + ", " +
-                              std::to_string(r.manifest.images.size()) +
-                              " images, " + signer + ", " + rate;
+  const std::string summary =
+      std::to_string(r.manifest.files.size()) + " files, " +
+      human_bytes(total) + ", " + std::to_string(r.manifest.images.size()) +
+      " images, " + package_summary(r.manifest.packages) + signer + ", " + rate;
   if (f.json) {
+    nlohmann::json packages = nlohmann::json::array();
+    for (const auto& p : r.manifest.packages)
+      packages.push_back({{"family", p.family},
+                          {"arch", p.arch},
+                          {"name", p.name},
+                          {"version", p.version},
+                          {"file", p.file},
+                          {"sha256", p.sha256}});
     io.out << nlohmann::json{{"event", "result"},
                              {"schema", kJsonSchemaVersion},
                              {"command", "bundle verify"},
@@ -143,6 +172,7 @@ int run_verify(const VerifyFlags& f, const std::set<std::string>& given,
                              {"bytes", total},
                              {"bytes_hashed", r.bytes_hashed},
                              {"images", r.manifest.images.size()},
+                             {"packages", packages},
                              {"signed", r.signed_by_trusted_key},
                              {"key_fingerprint", r.key_fingerprint},
                              {"seconds", seconds},
@@ -227,8 +257,10 @@ struct CreateFlags {
   std::string min_driver;
   std::vector<std::string> pulls;
   std::string registry_ca;
+  std::string registry_auth;
   bool insecure_registry = false;
   std::string platforms;  // "linux/amd64,linux/arm64"
+  std::vector<std::string> toolkit_package_dirs;
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -271,9 +303,22 @@ void register_create(CLI::App* bundle, CommandIo& io) {
   cmd->add_option("--registry-ca", f->registry_ca,
                   "PEM CA file for the registry's TLS certificate (default: "
                   "the system CAs)");
+  cmd->add_option("--registry-auth", f->registry_auth,
+                  "Registry credentials file, containers-auth.json(5) or "
+                  "Docker's config.json (default: $REGISTRY_AUTH_FILE, "
+                  "$XDG_RUNTIME_DIR/containers/auth.json, "
+                  "~/.config/containers/auth.json, ~/.docker/config.json; "
+                  "none: anonymous pulls). Sent only when a registry asks");
   cmd->add_flag("--insecure-registry", f->insecure_registry,
                 "Talk plain HTTP to the registry (content is still checked "
                 "against its digests)");
+  cmd->add_option("--toolkit-packages", f->toolkit_package_dirs,
+                  "A directory holding NVIDIA's four container toolkit "
+                  "packages (nvidia-container-toolkit, "
+                  "nvidia-container-toolkit-base, libnvidia-container-tools, "
+                  "libnvidia-container1) of one version, as .deb or .rpm "
+                  "files for one architecture; repeatable, one directory per "
+                  "family and architecture");
   cmd->add_option("--platform", f->platforms,
                   "Platforms to pull and record, comma-separated (default "
                   "linux/amd64,linux/arm64)");
@@ -289,6 +334,7 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     bundle::CreateOptions options;
     options.out = f->out;
     options.image_archives = f->image_archives;
+    options.toolkit_package_dirs = f->toolkit_package_dirs;
     options.created = f->created;
     options.min_driver = f->min_driver;
     if (!f->platforms.empty()) {
@@ -318,8 +364,29 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     }
     // Pulls go straight into the bundle's images/ (create_bundle checks
     // --out and every ref first, so a mistake costs no download).
+    // Credentials: read once, before any pull; only the entries for the
+    // pulled registries leave this block, never the file.
+    std::vector<bundle::AuthFile> auth_files;
+    if (f->pulls.empty() && !f->registry_auth.empty())
+      io.err << "bundle create: note: --registry-auth "
+             << terminal_safe(f->registry_auth)
+             << " is not read: nothing is pulled without --pull\n";
+    if (!f->pulls.empty()) {
+      auto files =
+          bundle::load_auth_files(f->registry_auth, &bundle::process_env);
+      if (!files) return fail(files.error());
+      auth_files = std::move(*files);
+    }
+    for (const auto& file : auth_files)
+      if (file.readable_by_others)
+        io.err << "bundle create: note: " << terminal_safe(file.path)
+               << " holds registry passwords and is readable by other "
+                  "users (chmod 600 it)\n";
     for (const auto& ref : f->pulls) {
       bundle::PullOptions pull;
+      auto credentials = bundle::credentials_for(auth_files, ref);
+      if (!credentials) return fail(credentials.error());
+      pull.credentials = std::move(*credentials);
       pull.ref = ref;
       pull.platforms = options.platforms;
       pull.ca_file = f->registry_ca;
@@ -327,6 +394,8 @@ void register_create(CLI::App* bundle, CommandIo& io) {
       pull.name_as = bundle::archive_name_for(ref);
       options.pulls.push_back(std::move(pull));
     }
+    auto progress = make_cli_progress(false, io.out, io.err);
+    options.progress = progress.get();
     options.note = [&io](const std::string& line) {
       io.err << "bundle create: " << terminal_safe(line) << '\n';
     };
@@ -343,6 +412,7 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     io.err << "bundle create: wrote " << terminal_safe(result->out) << " - "
            << result->manifest.files.size() << " files, " << human_bytes(total)
            << ", " << result->manifest.images.size() << " images, "
+           << terminal_safe(package_summary(result->manifest.packages))
            << (result->signed_ ? "signed" : "NOT signed") << '\n';
     io.exit_code = 0;
   });

@@ -200,6 +200,9 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
                   "Restart k3s (or k3s-agent) when containerd lacks the nvidia "
                   "runtime although "
                   "the toolkit is installed, and wait for the new config");
+    cmd->add_flag("--upgrade-toolkit", v.upgrade_toolkit,
+                  "Install the bundle's NVIDIA container toolkit packages "
+                  "although another version is installed (newer or older)");
     cmd->add_flag("--dry-run", v.dry_run,
                   "Check everything, change nothing (same as 'plan')");
   }
@@ -319,6 +322,7 @@ Result<Options> validate_flags(const FlagValues& v) {
   o.only = v.only;
   o.skip = v.skip;
   o.restart_k3s = v.restart_k3s;
+  o.upgrade_toolkit = v.upgrade_toolkit;
   o.dry_run = v.dry_run;
   o.json = v.json;
   o.color = !v.no_color;

@@ -26,6 +26,7 @@ struct FlagValues {
   std::vector<std::string> only;
   std::vector<std::string> skip;
   bool restart_k3s = false;
+  bool upgrade_toolkit = false;
   bool dry_run = false;
   bool json = false;
   bool no_color = false;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "gpunode/system_host.hpp"
+#include "gpunode/text.hpp"
 
 namespace gpunode {
 namespace {
@@ -28,12 +29,6 @@ std::string check_key_path(const std::string& v) {
   return !v.empty() && v.front() == '/'
              ? ""
              : "expected an absolute path, got '" + v + "'";
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
 }
 
 std::vector<std::string> split_commas(const std::string& text) {

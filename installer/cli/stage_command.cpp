@@ -6,6 +6,7 @@
 #include "cli/site_config.hpp"
 #include "gpunode/interrupt.hpp"
 #include "gpunode/pipeline.hpp"
+#include "gpunode/progress_display.hpp"
 #include "gpunode/runner.hpp"
 #include "gpunode/system_host.hpp"
 
@@ -62,8 +63,9 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
   if (mode == RunMode::kInstall && !options->dry_run)
     install_interrupt_handlers();
   auto host = make_system_host(options->root);
+  auto progress = make_cli_progress(flags.json, io.out, io.err);
   return static_cast<int>(
-      run_stages(*host, *options, mode, std::move(*stages), report));
+      run_stages(*host, *options, mode, std::move(*stages), report, *progress));
 }
 
 }  // namespace gpunode

@@ -1,6 +1,16 @@
 #include "containerd/ctr_client.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <sstream>
+#include <vector>
+
+#include "gpunode/progress_piece.hpp"
+#include "gpunode/unique_fd.hpp"
 
 namespace gpunode {
 namespace {
@@ -156,20 +166,67 @@ std::vector<std::string> CtrClient::import_args(const std::string& base_name) {
 
 Result<void> CtrClient::import_file(const std::string& path,
                                     const std::string& base_name) {
-  auto argv = import_args(base_name);
-  argv.push_back(path);
-  ProcessResult r = proc_.run(argv, timeout_);
-  if (!r.succeeded()) return import_failed("k3s ctr images import " + path, r);
-  return {};
+  const std::string what = "k3s ctr images import " + path;
+  if (progress_ == &no_progress()) {
+    // Nobody watching: ctr reads the file itself, no copy through us.
+    auto argv = import_args(base_name);
+    argv.push_back(path);
+    ProcessResult r = proc_.run(argv, timeout_);
+    if (!r.succeeded()) return import_failed(what, r);
+    return {};
+  }
+  // Watched: the file goes through ctr's standard input ("-", which ctr
+  // reads as it would the file: containerd cmd/ctr/commands/images/
+  // import.go), so every byte ctr takes is counted as it takes it. One more
+  // copy of the archive through a pipe; verify, not this, is the long read.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0)
+    return Error{ExitCode::kBlocked, "image",
+                 "cannot read " + path + ": " + std::strerror(errno),
+                 "check that the archive is there and readable"};
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  std::vector<char> buf(1 << 20);
+  const ProcessRunner::InputSource read_file =
+      [&]() -> Result<std::string_view> {
+    for (;;) {
+      const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+      if (n >= 0) return std::string_view(buf.data(), n);
+      if (errno != EINTR)
+        return Error{ExitCode::kBlocked, "image",
+                     "cannot read " + path + ": " + std::strerror(errno),
+                     "check the disk the archive is on"};
+    }
+  };
+  return import_input(read_file, base_name,
+                      static_cast<std::uint64_t>(st.st_size), what);
 }
 
 Result<void> CtrClient::import_stream(const ProcessRunner::InputSource& source,
-                                      const std::string& base_name) {
+                                      const std::string& base_name,
+                                      std::uint64_t total_bytes) {
+  return import_input(source, base_name, total_bytes,
+                      "k3s ctr images import -");
+}
+
+Result<void> CtrClient::import_input(const ProcessRunner::InputSource& source,
+                                     const std::string& base_name,
+                                     std::uint64_t total_bytes,
+                                     const std::string& what) {
   auto argv = import_args(base_name);
   argv.push_back("-");
-  ProcessResult r = proc_.run_with_input(argv, timeout_, source);
+  ProgressPiece progress(*progress_, "import", base_name, total_bytes);
+  // A chunk is counted when ctr can take it: the runner asks for the next
+  // one only then.
+  const ProcessRunner::InputSource counted = [&]() -> Result<std::string_view> {
+    auto chunk = source();
+    if (chunk) progress.add(chunk->size());
+    return chunk;
+  };
+  ProcessResult r = proc_.run_with_input(argv, timeout_, counted);
   if (r.input_error) return *r.input_error;
-  if (!r.succeeded()) return import_failed("k3s ctr images import -", r);
+  if (!r.succeeded()) return import_failed(what, r);
+  progress.done();
   return {};
 }
 

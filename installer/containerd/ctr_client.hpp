@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpunode/host.hpp"
+#include "gpunode/progress.hpp"
 #include "gpunode/result.hpp"
 
 namespace gpunode {
@@ -37,6 +38,10 @@ class CtrClient {
  public:
   CtrClient(ProcessRunner& proc, std::chrono::milliseconds timeout)
       : proc_(proc), timeout_(timeout) {}
+  // Where the imports show how much of the archive ctr has read ("import",
+  // the image's base name). Unset: nothing is shown, and import_file lets
+  // ctr open the file itself.
+  void set_progress(Progress& progress) { progress_ = &progress; }
 
   Result<std::optional<ImageRecord>> find(const std::string& ref);
   Result<ImageCompleteness> completeness(const std::string& ref);
@@ -44,8 +49,11 @@ class CtrClient {
   Result<std::string> content(const std::string& digest);
   Result<void> import_file(const std::string& path,
                            const std::string& base_name);
+  // `total_bytes`: what the source will give, for the progress (0: not
+  // known, e.g. an archive decompressed on the fly).
   Result<void> import_stream(const ProcessRunner::InputSource& source,
-                             const std::string& base_name);
+                             const std::string& base_name,
+                             std::uint64_t total_bytes = 0);
   Result<void> pin(const std::string& ref);
   Result<void> remove(const std::string& ref);
   // `ctr images tag SOURCE TARGET`: a second name for the same target.
@@ -68,9 +76,13 @@ class CtrClient {
   Result<ProcessResult> ctr(std::vector<std::string> args,
                             const std::string& what);
   std::vector<std::string> import_args(const std::string& base_name);
+  Result<void> import_input(const ProcessRunner::InputSource& source,
+                            const std::string& base_name,
+                            std::uint64_t total_bytes, const std::string& what);
 
   ProcessRunner& proc_;
   std::chrono::milliseconds timeout_;
+  Progress* progress_ = &no_progress();
 };
 
 }  // namespace gpunode

@@ -6,6 +6,7 @@
 
 #include "gpu/below_driver.hpp"
 #include "gpu/cuda_probe.hpp"
+#include "gpu/driver_version.hpp"
 
 namespace gpunode {
 namespace {
@@ -70,7 +71,7 @@ Check verdict(const CudaAnswer& a, const GpuInventory& inv) {
               "): the container runtime mounts it into every GPU container",
           "install the NVIDIA driver's CUDA library, version " + driver +
               ", from your offline repository (Ubuntu: libnvidia-compute-" +
-              driver.substr(0, driver.find('.')) +
+              driver_branch(driver) +
               "; Debian: libcuda1; RHEL: nvidia-driver-cuda-libs)");
     case CudaOutcome::kSystemNotReady:
       return blocked(

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gpu/below_driver.hpp"
+#include "gpunode/text.hpp"
 
 namespace gpunode {
 namespace {
@@ -26,12 +27,6 @@ bool numbered_node(const std::string& name) {
   if (name.size() <= 6 || name.compare(0, 6, "nvidia") != 0) return false;
   return std::all_of(name.begin() + 6, name.end(),
                      [](char c) { return c >= '0' && c <= '9'; });
-}
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
 }
 
 // "-c=0 -c=1": nvidia-modprobe's flags for these minors.
@@ -102,7 +97,7 @@ std::optional<Check> check_device_nodes(Context& ctx, const GpuInventory& inv,
     return blocked(
         "driver.device-node-missing",
         "the driver answers, but its device nodes are missing: " +
-            joined(missing) +
+            join(missing) +
             "; the container runtime mounts them into every GPU container",
         "sudo nvidia-modprobe" + minor_flags(missing_minors) +
             " (creates /dev/nvidiactl and /dev/nvidia<N>); to have them at "
@@ -148,7 +143,7 @@ std::optional<Check> check_device_nodes(Context& ctx, const GpuInventory& inv,
   };
   if (!off.empty() && !daemon) {
     out.warnings.push_back(
-        "persistence is off on GPU " + joined(off) +
+        "persistence is off on GPU " + join(off) +
         " and nvidia-persistenced is not running: each container start "
         "initialises the GPU again; sudo systemctl enable --now "
         "nvidia-persistenced");

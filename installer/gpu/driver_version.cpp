@@ -89,4 +89,8 @@ Result<std::string> parse_proc_driver_version(std::string_view text) {
                {}};
 }
 
+std::string driver_branch(std::string_view version) {
+  return std::string(version.substr(0, version.find('.')));
+}
+
 }  // namespace gpunode

@@ -29,4 +29,8 @@ bool is_dotted_version(std::string_view version);
 // strcmp; nullopt when either is not is_dotted_version().
 std::optional<int> compare_versions(std::string_view a, std::string_view b);
 
+// The driver branch NVIDIA's package names carry: "580" of "580.159.04"
+// (libnvidia-compute-580, nvidia-fabricmanager-580).
+std::string driver_branch(std::string_view version);
+
 }  // namespace gpunode

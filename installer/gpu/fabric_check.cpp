@@ -11,6 +11,7 @@
 #include "gpu/below_driver.hpp"
 #include "gpu/driver_version.hpp"
 #include "gpunode/terminal_text.hpp"
+#include "gpunode/text.hpp"
 
 namespace gpunode {
 namespace {
@@ -41,13 +42,6 @@ bool joins_fabric(GpuHealth::Fabric f) {
          f == GpuHealth::Fabric::kCompleted;
 }
 
-std::string trimmed(std::string s) {
-  while (!s.empty() &&
-         (s.back() == '\n' || s.back() == ' ' || s.back() == '\r'))
-    s.pop_back();
-  return s;
-}
-
 // NVSwitches on the PCI bus: NVIDIA's vendor id with the "other bridge"
 // class (0x0680), which is how every NVSwitch generation enumerates
 // (GPUs are 0x0300 or 0x0302), read from sysfs (Documentation/ABI/testing/
@@ -59,7 +53,7 @@ std::vector<std::string> pci_nvswitches(FileSystem& fs) {
     auto vendor = fs.read_file(dir + "/" + dev + "/vendor", 64);
     auto cls = fs.read_file(dir + "/" + dev + "/class", 64);
     if (!vendor || !cls) continue;
-    if (trimmed(*vendor) == "0x10de" && cls->rfind("0x0680", 0) == 0)
+    if (trim_space(*vendor) == "0x10de" && cls->rfind("0x0680", 0) == 0)
       found.push_back(dev);
   }
   return found;
@@ -76,13 +70,8 @@ std::size_t nvswitch_nodes(FileSystem& fs) {
   return n;
 }
 
-// The driver branch: "580" of "580.159.04".
-std::string branch_of(const std::string& version) {
-  return version.substr(0, version.find('.'));
-}
-
 std::string install_fix(const std::string& driver) {
-  const std::string branch = branch_of(driver);
+  const std::string branch = driver_branch(driver);
   return "install Fabric Manager " + driver +
          ", the driver's exact version, from your offline repository "
          "(Debian/Ubuntu: sudo apt-get install nvidia-fabricmanager-" +
@@ -98,7 +87,7 @@ std::string parse_fm_version(const std::string& text) {
   const std::size_t colon = text.find(':');
   if (text.find("version") == std::string::npos || colon == std::string::npos)
     return "";
-  std::string v = trimmed(text.substr(colon + 1));
+  std::string v(trim_space(text.substr(colon + 1)));
   while (!v.empty() && v.front() == ' ') v.erase(v.begin());
   return v.substr(0, v.find_first_of(" \n"));
 }
@@ -151,16 +140,16 @@ std::optional<Check> check_fabric(Context& ctx, const GpuInventory& inv,
         (fabric_reported ? ", GPU fabric state N/A" : "") + ")");
     return std::nullopt;
   }
-  std::string what;
-  for (const auto& e : evidence) what += (what.empty() ? "" : ", ") + e;
-  const std::string system = "this is an NVSwitch system (" + what + ")";
+  const std::string system =
+      "this is an NVSwitch system (" + join(evidence) + ")";
 
   // Is Fabric Manager running? systemd answers "active" with exit 0.
   ProcessRunner& proc = ctx.host.proc();
   auto active =
       proc.run({"systemctl", "is-active", kFabricManagerUnit}, kCommandTimeout);
   const std::string state =
-      active.not_found ? "unknown" : trimmed(first_line_of(active.out));
+      active.not_found ? "unknown"
+                       : std::string(trim_space(first_line_of(active.out)));
   // Where NVIDIA's deb and rpm packages install it.
   const bool installed = fs.is_executable_file(kFabricManagerBinary);
   ProcessResult fm;
@@ -206,8 +195,7 @@ std::optional<Check> check_fabric(Context& ctx, const GpuInventory& inv,
             " and /var/log/fabricmanager.log");
   }
   if (!unfinished.empty()) {
-    std::string list;
-    for (const auto& u : unfinished) list += (list.empty() ? "" : ", ") + u;
+    const std::string list = join(unfinished);
     return blocked("driver.fabric-incomplete",
                    system +
                        ": Fabric Manager runs, but the NVLink fabric is "

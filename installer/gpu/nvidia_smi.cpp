@@ -9,18 +9,10 @@
 
 #include "gpu/driver_version.hpp"
 #include "gpunode/digest.hpp"
+#include "gpunode/text.hpp"
 
 namespace gpunode {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  auto space = [](char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-  };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 bool all_digits(std::string_view s) {
   if (s.empty()) return false;
@@ -42,7 +34,7 @@ std::optional<std::optional<std::uint64_t>> parse_memory(std::string_view s) {
   if (not_available(s)) return std::optional<std::uint64_t>{};
   constexpr std::string_view kUnit = "MiB";
   if (s.size() > kUnit.size() && s.substr(s.size() - kUnit.size()) == kUnit) {
-    s = trim(s.substr(0, s.size() - kUnit.size()));
+    s = trim_space(s.substr(0, s.size() - kUnit.size()));
   }
   if (!all_digits(s) || s.size() > 18) return std::nullopt;
   return std::optional<std::uint64_t>{std::stoull(std::string(s))};
@@ -98,7 +90,7 @@ Result<GpuInventory> parse_query_gpu_csv(std::string_view text) {
   while (pos < text.size()) {
     std::size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = trim(text.substr(pos, end - pos));
+    const std::string_view line = trim_space(text.substr(pos, end - pos));
     pos = end + 1;
     ++line_no;
     if (line.empty()) continue;
@@ -110,7 +102,7 @@ Result<GpuInventory> parse_query_gpu_csv(std::string_view text) {
     for (;;) {
       std::size_t j = line.find(',', i);
       f.push_back(
-          trim(line.substr(i, j == std::string_view::npos ? j : j - i)));
+          trim_space(line.substr(i, j == std::string_view::npos ? j : j - i)));
       if (j == std::string_view::npos) break;
       i = j + 1;
     }

@@ -9,21 +9,12 @@
 #include <string>
 #include <utility>
 
+#include "gpunode/text.hpp"
+
 namespace gpunode {
 namespace {
 
 constexpr std::size_t kIndent = 4;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 // nvidia-smi's words for "no value here" (nvidia-smi(1): a field the GPU
 // or the driver does not report reads "N/A"; some read "Not Supported").
@@ -120,8 +111,8 @@ Result<std::vector<GpuHealth>> parse_nvidia_smi_q(std::string_view text) {
     text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
 
     const std::size_t indent = line.find_first_not_of(' ');
-    if (indent == std::string_view::npos || trim(line).empty()) continue;
-    line = trim(line);
+    if (indent == std::string_view::npos || trim_space(line).empty()) continue;
+    line = trim_space(line);
     const std::size_t colon = line.find(" :");
     if (indent == 0) {
       finish();
@@ -129,7 +120,7 @@ Result<std::vector<GpuHealth>> parse_nvidia_smi_q(std::string_view text) {
       // "GPU 00000000:00:06.0": the bus id's colons have no space before.
       if (colon == std::string_view::npos && line.substr(0, 4) == "GPU ") {
         block.emplace();
-        block->health.pci_bus_id = trim(line.substr(4));
+        block->health.pci_bus_id = trim_space(line.substr(4));
       }
       continue;
     }
@@ -143,8 +134,8 @@ Result<std::vector<GpuHealth>> parse_nvidia_smi_q(std::string_view text) {
       continue;
     }
     if (path.size() != level - 1) continue;  // a field under no section
-    read_field(*block, path, trim(line.substr(0, colon)),
-               trim(line.substr(colon + 2)));
+    read_field(*block, path, trim_space(line.substr(0, colon)),
+               trim_space(line.substr(colon + 2)));
   }
   finish();
   if (gpus.empty()) {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpunode/base64.hpp"
 #include "gpunode/kube.hpp"
 
 namespace gpunode::kube {
@@ -28,51 +29,6 @@ Error malformed(const std::string& source, const std::string& what,
                 std::string fix = {}) {
   return Error{ExitCode::kUsage, "kubeconfig", source + ": " + what,
                std::move(fix)};
-}
-
-// Strict RFC 4648 base64 (the encoding kubectl and k3s write). Whitespace is
-// skipped because YAML block scalars may wrap long values; anything else
-// outside the alphabet, or bad padding, is an error rather than a guess.
-std::optional<std::string> decode_base64(const std::string& in) {
-  std::array<int, 256> value;
-  value.fill(-1);
-  const char* alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  for (int i = 0; i < 64; ++i)
-    value[static_cast<unsigned char>(alphabet[i])] = i;
-
-  std::string clean;
-  clean.reserve(in.size());
-  for (char c : in) {
-    if (!std::isspace(static_cast<unsigned char>(c))) clean.push_back(c);
-  }
-  if (clean.empty() || clean.size() % 4 != 0) return std::nullopt;
-
-  std::string out;
-  out.reserve(clean.size() / 4 * 3);
-  for (std::size_t i = 0; i < clean.size(); i += 4) {
-    const bool last = i + 4 == clean.size();
-    int pad = 0;
-    std::uint32_t group = 0;
-    for (std::size_t j = 0; j < 4; ++j) {
-      const char c = clean[i + j];
-      if (c == '=') {
-        // Padding only at the end of the last group, at most two.
-        if (!last || j < 2) return std::nullopt;
-        ++pad;
-        group <<= 6;
-        continue;
-      }
-      if (pad > 0) return std::nullopt;  // data after padding
-      const int v = value[static_cast<unsigned char>(c)];
-      if (v < 0) return std::nullopt;
-      group = (group << 6) | static_cast<std::uint32_t>(v);
-    }
-    out.push_back(static_cast<char>((group >> 16) & 0xff));
-    if (pad < 2) out.push_back(static_cast<char>((group >> 8) & 0xff));
-    if (pad < 1) out.push_back(static_cast<char>(group & 0xff));
-  }
-  return out;
 }
 
 enum class PemKind { kCertificate, kPrivateKey };

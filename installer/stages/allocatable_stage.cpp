@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 
+#include "gpunode/text.hpp"
 #include "plugin/device_plugin_plan.hpp"
 #include "plugin/gpu_nodes.hpp"
 #include "run/cluster_facts.hpp"
@@ -223,13 +224,6 @@ class AllocatableStage : public Stage {
     std::vector<std::string> causes;    // "[layer] what; fix: how"
     std::string first_cause;            // "layer: what"
   };
-
-  static std::string join(const std::vector<std::string>& parts,
-                          const std::string& sep) {
-    std::string out;
-    for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
-    return out;
-  }
 
   static const Expectation* find(const Expectations& want,
                                  const std::string& name) {

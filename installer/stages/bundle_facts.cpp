@@ -45,11 +45,13 @@ Result<VerifiedBundle> verify_run_bundle(Context& ctx) {
                                        ctx.opts.trust_keys_origin);
   if (!options) return options.error();
   options->deadline = std::chrono::steady_clock::now() + ctx.time_left();
+  options->progress = ctx.progress;
   auto report = bundle::verify_bundle(*ctx.opts.bundle, *options);
   if (!report) return report.error();
   VerifiedBundle vb;
   vb.dir = *ctx.opts.bundle;
   vb.min_driver = report->manifest.min_driver;
+  vb.toolkit_packages = report->manifest.packages;
   std::uint64_t bytes = 0;
   for (const auto& f : report->manifest.files) bytes += f.size;
   vb.files = report->manifest.files.size();

@@ -3,6 +3,7 @@
 // apply, only when the live objects differ; the stale time-slicing ConfigMap
 // removed after a switch to the default variant; and no second NVIDIA device
 // plugin left fighting over the same resource.
+#include "gpunode/text.hpp"
 #include "kube/manifests.hpp"
 #include "plugin/gpu_labels.hpp"
 #include "plugin/gpu_nodes.hpp"
@@ -192,7 +193,7 @@ class PluginStage : public Stage {
                               daemonset_name() + " is applied (" + what + ")")
                   : needed("plugin.apply",
                            "the device plugin is not as wanted (" + what + ")",
-                           join(actions));
+                           join(actions, "; "));
     if (s.daemonset_live && !s.daemonset_matches) {
       c.details.push_back(
           "live DaemonSet: " +
@@ -276,13 +277,6 @@ class PluginStage : public Stage {
       if (!r) return r.error();
     }
     return {};
-  }
-
- private:
-  static std::string join(const std::vector<std::string>& parts) {
-    std::string out;
-    for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
-    return out;
   }
 };
 

@@ -150,8 +150,9 @@ class SmokeStage : public Stage {
   }
 
   // What the diagnosis says about the image's import: the bundle's archive
-  // of it when the bundle carries one (gpunode's image stage imports the
-  // device plugin only), else what to import by hand.
+  // of it when the bundle carries one, else what to import by hand. The
+  // image stage imports the bundle's with --smoke, so a Pod that still
+  // lacks it ran on another node, or the image stage was skipped.
   static SmokeSubject subject(Context& ctx, const std::string& pod) {
     SmokeSubject s{pod, ctx.opts.smoke_image, {}, {}};
     auto bundle = ctx.bundle();

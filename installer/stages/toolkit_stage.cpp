@@ -1,21 +1,24 @@
-// toolkit: is nvidia-container-runtime where k3s will look for it? Changes
-// nothing: the toolkit comes from the offline package repository, and k3s
-// only notices it when it starts, which is the handler stage's business.
+// toolkit: is nvidia-container-runtime where k3s will look for it? When it
+// is not and the bundle carries NVIDIA's toolkit packages for this host's
+// package family and architecture, install them (one dpkg or rpm
+// transaction). k3s only notices the runtime when it starts, which is the
+// handler stage's business: it sees containerd's config without the nvidia
+// handler and restarts k3s with --restart-k3s, or names the command.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "containerd/runtime_search.hpp"
+#include "gpunode/terminal_text.hpp"
+#include "gpunode/text.hpp"
+#include "gpunode/toolkit_packages.hpp"
 #include "stages/stages.hpp"
+#include "stages/toolkit_set.hpp"
 
 namespace gpunode {
 namespace {
 
-std::string search_path_text() {
-  std::string text;
-  for (const auto& dir : runtime_search_dirs())
-    text += (text.empty() ? "" : ":") + dir;
-  return text;
-}
+std::string search_path_text() { return join(runtime_search_dirs(), ":"); }
 
 // What the search found, as the toolkit stage's facts (docs/json-events.md):
 // the runtime the nvidia handler gets, every NVIDIA runtime k3s would
@@ -42,7 +45,82 @@ nlohmann::json search_facts(const RuntimeSearch& search) {
   }
   facts["shadowed"] = std::move(shadowed);
   facts["not_executable"] = search.not_executable;
+  facts["packages"] = nullptr;  // without --bundle (ToolkitSet::facts)
   return facts;
+}
+
+// A package transaction of four small packages takes seconds; maintainer
+// scripts (ldconfig, the toolkit's config) bound it well under this.
+constexpr std::chrono::milliseconds kInstallTimeout = std::chrono::minutes(5);
+constexpr std::size_t kQuotedLines = 5;
+
+// The last lines the package manager printed (its errors come last),
+// escaped: they quote package metadata from the stick.
+std::string last_lines(const ProcessResult& r) {
+  const std::string& text =
+      r.err.find_first_not_of(" \n") != std::string::npos ? r.err : r.out;
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    if (line.find_first_not_of(" \t\r") != std::string::npos)
+      lines.push_back(line);
+    start = end + 1;
+  }
+  if (lines.size() > kQuotedLines)
+    lines.erase(lines.begin(), lines.end() - kQuotedLines);
+  for (auto& l : lines) l = terminal_safe(l);
+  return join(lines, " | ");
+}
+
+std::string set_words(const ToolkitSet& set) {
+  return set.pm.family + " " + set.arch + " " + set.version;
+}
+
+std::string names_text() {
+  return join({kToolkitPackageNames.begin(), kToolkitPackageNames.end()});
+}
+
+std::string mib(std::uint64_t bytes) {
+  return std::to_string((bytes + 1024 * 1024 - 1) / (1024 * 1024)) + " MiB";
+}
+
+// needed: install (or, with --upgrade-toolkit, change to) the bundle's set.
+Check install_check(const ToolkitSet& set, bool upgrade,
+                    const RuntimeSearch& search) {
+  const std::string what =
+      names_text() + " " + set.version + " (" + set.pm.family + " " + set.arch +
+      ", " + std::to_string(set.files_to_install().size()) + " file(s), " +
+      std::to_string(set.bytes_to_install()) + " bytes, about " +
+      mib(set.bytes_to_install()) + ") from the bundle";
+  Check c =
+      upgrade
+          ? needed("toolkit.upgrade",
+                   "the NVIDIA container toolkit " + set.installed_text() +
+                       " is installed; the bundle carries " + set.version,
+                   "install " + what + " (--upgrade-toolkit)")
+          : needed("toolkit.install",
+                   "nvidia-container-runtime is not installed; the "
+                   "bundle carries the NVIDIA container toolkit " +
+                       set.version + " for " + set.pm.family + " " + set.arch,
+                   "install " + what);
+  c.facts = search_facts(search);
+  c.facts["packages"] = set.facts();
+  if (upgrade && set.pm.family == "deb")
+    c.details.push_back(
+        "dpkg installs an older version too, warning that it downgrades");
+  return c;
+}
+
+// The version the bundle brings differs from the installed one: only
+// --upgrade-toolkit changes it (every GPU container runs through this
+// runtime, so the operator decides when it changes).
+std::string other_version_text(const ToolkitSet& set) {
+  return "the NVIDIA container toolkit " + set.installed_text() +
+         " is installed, the bundle carries " + set.version +
+         "; rerun with --upgrade-toolkit to install the bundle's";
 }
 
 class ToolkitStage : public Stage {
@@ -53,6 +131,8 @@ class ToolkitStage : public Stage {
   std::string inputs(Context& ctx) const override {
     const RuntimeSearch search = find_nvidia_runtimes(ctx.host.fs());
     std::string text = "root=" + ctx.opts.root + "\n";
+    text += "bundle=" + ctx.opts.bundle.value_or("") + "\n";
+    if (ctx.opts.upgrade_toolkit) text += "upgrade_toolkit\n";
     for (const auto& f : search.found)
       text += "runtime=" + f.handler + ":" + f.path + "\n";
     for (const auto& p : search.nvidia_locations)
@@ -67,18 +147,65 @@ class ToolkitStage : public Stage {
         "sudo systemctl restart " +
         (unit ? *unit : std::string("k3s (or k3s-agent)"));
     const auto path = search.nvidia_path();
+    auto found_set = find_toolkit_set(ctx);
+    if (!found_set) {
+      const Error& e = found_set.error();
+      Check c = blocked("toolkit.packages", e.message, e.fix, e.exit);
+      c.facts = search_facts(search);
+      return c;
+    }
+    const std::optional<ToolkitSet>& set = *found_set;
+    const bool carried = set && set->complete();
+    if (carried && (path ? set->other_version() && ctx.opts.upgrade_toolkit
+                         : !set->current())) {
+      if (!set->other_version() || ctx.opts.upgrade_toolkit)
+        return install_check(*set, set->other_version(), search);
+      // No runtime and another version's packages: a half-removed or
+      // broken install the operator made; gpunode changes its version only
+      // when asked.
+      Check c =
+          blocked("toolkit.other-version",
+                  "nvidia-container-runtime is not where k3s looks for "
+                  "it (" +
+                      search_path_text() + "), and " + other_version_text(*set),
+                  "sudo gpunode install --bundle " +
+                      ctx.opts.bundle.value_or("DIR") + " --upgrade-toolkit");
+      c.facts = search_facts(search);
+      c.facts["packages"] = set->facts();
+      return c;
+    }
 
     if (!path) {
+      const std::string from =
+          !set ? std::string(
+                     "install the NVIDIA container toolkit from the offline "
+                     "package repository (sudo apt-get install "
+                     "nvidia-container-toolkit)")
+          : set->pm.family.empty()
+              ? "neither dpkg nor rpm manages this host (" + set->pm.os_text() +
+                    "), so gpunode cannot install the bundle's toolkit "
+                    "packages (the bundle carries " +
+                    set->carried + "); install the NVIDIA container toolkit"
+          : set->current()
+              ? "the toolkit packages " + set->version +
+                    " are installed, but not their runtime: reinstall them (" +
+                    set->pm.family + ")"
+              : "the bundle carries " + set->carried + " only, not " +
+                    set->pm.family + " " +
+                    (set->arch.empty() ? set->machine : set->arch) + " (" +
+                    set->pm.os_text() +
+                    "): make the bundle with this host's packages (gpunode "
+                    "bundle create --toolkit-packages DIR) or install the "
+                    "NVIDIA container toolkit";
       Check c = blocked(
           "toolkit.missing",
           "nvidia-container-runtime is not installed where k3s looks for it (" +
               search_path_text() + ")",
-          "install the NVIDIA container toolkit from the offline package "
-          "repository (sudo apt-get install nvidia-container-toolkit), then " +
-              restart +
+          from + ", then " + restart +
               ": k3s looks for the runtime only when it starts (or rerun "
               "gpunode with --restart-k3s)");
       c.facts = search_facts(search);
+      if (set) c.facts["packages"] = set->facts();
       for (const auto& p : search.not_executable) {
         c.details.push_back(
             p +
@@ -101,15 +228,19 @@ class ToolkitStage : public Stage {
             (search.found.size() > 1 ? "handlers " : "handler ") +
             search.handler_names() + " when it starts");
     c.facts = search_facts(search);
+    if (set) c.facts["packages"] = set->facts();
+    if (carried && set->current())
+      c.details.push_back("the toolkit packages are the bundle's (" +
+                          set_words(*set) + ")");
+    else if (carried && set->other_version())
+      c.warnings.push_back(other_version_text(*set));
     for (const auto& f : search.found)
       c.details.push_back(f.handler + " -> " + f.path);
     if (shadowed) {
       // Field failure 7: a GPU operator that was removed leaves its toolkit
       // copy behind, and k3s keeps preferring it over the distribution package.
-      std::string others;
-      for (std::size_t i = 1; i < search.nvidia_locations.size(); ++i) {
-        others += (others.empty() ? "" : ", ") + search.nvidia_locations[i];
-      }
+      const std::string others = join(
+          {search.nvidia_locations.begin() + 1, search.nvidia_locations.end()});
       c.warnings.push_back(std::string(kNvidiaToolkitDir) +
                            "/nvidia-container-runtime shadows " + others +
                            ": k3s searches " + std::string(kNvidiaToolkitDir) +
@@ -126,7 +257,63 @@ class ToolkitStage : public Stage {
     return c;
   }
 
-  Result<void> apply(Context&, const Check&) override { return {}; }
+  Result<void> apply(Context& ctx, const Check&) override {
+    auto found_set = find_toolkit_set(ctx);
+    if (!found_set) return found_set.error();
+    if (!*found_set || !(*found_set)->complete()) {
+      return Error{ExitCode::kBlocked, "toolkit",
+                   "the bundle's toolkit packages for this host are gone since "
+                   "the check",
+                   "run install again"};
+    }
+    const ToolkitSet& set = **found_set;
+    const auto files = set.files_to_install();
+    // With --upgrade-toolkit the operator asked for the bundle's version,
+    // older or newer; rpm -U refuses an older one without --oldpackage
+    // (rpm(8)), dpkg -i installs it with a warning (dpkg(1)).
+    const auto argv =
+        install_argv(set.pm, ctx.opts.root, files, ctx.opts.upgrade_toolkit);
+    const ProcessResult r = ctx.host.proc().run(
+        argv,
+        std::min<std::chrono::milliseconds>(kInstallTimeout, ctx.time_left()));
+    if (!r.succeeded()) {
+      const std::string said = last_lines(r);
+      return Error{r.timed_out ? ExitCode::kTimeout : ExitCode::kBlocked,
+                   "toolkit",
+                   argv[0] + " could not install the toolkit packages " +
+                       set.version + ": " + describe_failure(r) +
+                       (said.empty() ? "" : "; it said: " + said),
+                   // rpm -U checks the whole transaction's dependencies
+                   // before it changes anything (rpm(8)); dpkg -i unpacks
+                   // package by package and leaves those whose
+                   // dependencies fail unconfigured (dpkg(1), --audit).
+                   set.pm.family == "rpm"
+                       ? std::string("rpm changed nothing; fix what it names "
+                                     "(a dependency this host lacks, a "
+                                     "conflicting package), then run install "
+                                     "again")
+                       : std::string("dpkg may have left packages unpacked "
+                                     "but not configured (sudo dpkg --audit); "
+                                     "fix what it names (a dependency this "
+                                     "host lacks, a conflicting package), "
+                                     "then run install again")};
+    }
+    const RuntimeSearch search = find_nvidia_runtimes(ctx.host.fs());
+    if (!search.nvidia_path()) {
+      return Error{
+          ExitCode::kBlocked, "toolkit",
+          argv[0] + " installed the toolkit packages " + set.version +
+              ", but nvidia-container-runtime is still not where k3s "
+              "looks for it (" +
+              search_path_text() + ")",
+          "check where the packages put it (" +
+              std::string(set.pm.family == "deb"
+                              ? "dpkg -L nvidia-container-toolkit-base"
+                              : "rpm -ql nvidia-container-toolkit-base") +
+              ")"};
+    }
+    return {};
+  }
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "oci_builder.hpp"
 #include "test_support.hpp"
 
 namespace gpunode::bench {
@@ -43,6 +44,26 @@ inline Timed timed(std::vector<std::string> argv) {
   double user = 0, sys = 0;
   std::sscanf(last.c_str(), "%ld %lf %lf", &rss, &user, &sys);
   return {s, rss, user + sys};
+}
+
+// A bundle under `dir` made by the real binary from one single-platform
+// image whose layer is `layer_bytes`; exits the benchmark when that fails.
+inline std::string one_image_bundle(const test::TempDir& dir,
+                                    std::uint64_t layer_bytes) {
+  const std::string archive = dir.path() + "/dp.tar";
+  test::ImageSpec spec;
+  spec.platforms = {"linux/amd64"};
+  spec.layer_bytes = layer_bytes;
+  test::build_image(archive, spec);
+  const std::string bundle = dir.path() + "/bundle";
+  test::Run made =
+      test::run_gpunode({"bundle", "create", "--out", bundle, "--image-archive",
+                         archive, "--created", "2026-11-29T00:00:00Z"});
+  if (made.exit_code != 0) {
+    std::fprintf(stderr, "bundle create failed:\n%s", made.err.c_str());
+    std::exit(1);
+  }
+  return bundle;
 }
 
 }  // namespace gpunode::bench

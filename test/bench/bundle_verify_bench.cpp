@@ -60,19 +60,8 @@ int main() {
   const char* rounds_env = std::getenv("GPUNODE_BENCH_ROUNDS");
   const int rounds = rounds_env ? std::max(1, std::atoi(rounds_env)) : 3;
   TempDir dir;
-  const std::string archive = dir.path() + "/dp.tar";
-  ImageSpec spec;
-  spec.platforms = {"linux/amd64"};
-  spec.layer_bytes = 1000ull * 1024 * 1024;
-  build_image(archive, spec);
-  const std::string bundle = dir.path() + "/bundle";
-  Run made =
-      run_gpunode({"bundle", "create", "--out", bundle, "--image-archive",
-                   archive, "--created", "2026-11-29T00:00:00Z"});
-  if (made.exit_code != 0) {
-    std::fprintf(stderr, "bundle create failed:\n%s", made.err.c_str());
-    return 1;
-  }
+  const std::string bundle =
+      gpunode::bench::one_image_bundle(dir, 1000ull * 1024 * 1024);
   auto manifest = gpunode::bundle::parse_manifest(
       read_text(bundle + "/bundle.toml"), "bundle.toml");
   if (!manifest) return 1;

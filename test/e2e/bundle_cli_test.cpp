@@ -86,7 +86,9 @@ TEST_CASE("bundle create then verify, a flipped byte is exit 4",
   CHECK_THAT(ok.err, Catch::Contains("bundle verify: ok"));
   CHECK_THAT(ok.err, Catch::Contains("1 images"));
   CHECK_THAT(ok.err, Catch::Contains("GB/s"));
-  auto j = nlohmann::json::parse(ok.out);
+  // The result is the last line (progress events come before it).
+  auto j = nlohmann::json::parse(gpunode::test::last_line(ok.out));
+  CHECK(j["event"] == "result");
   CHECK(j["status"] == "ok");
   CHECK(j["signed"] == true);
   CHECK(j["key_fingerprint"] ==
@@ -161,4 +163,20 @@ TEST_CASE("a read-only bundle verifies (verify writes nothing)",
   chmod_tree(bundle, 0755, 0644);  // so TempDir can remove it
   INFO(r.err);
   CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("bundle create --registry-auth without --pull says it is not read",
+          "[e2e][bundle][registry-auth]") {
+  TempDir tmp;
+  build_image(tmp.path() + "/plugin.tar", ImageSpec{});
+  // A file that does not exist: were it read, create would fail (exit 2).
+  const std::string auth = tmp.path() + "/no-such-auth.json";
+  Run c = run_gpunode({"bundle", "create", "--out", tmp.path() + "/bundle",
+                       "--image-archive", tmp.path() + "/plugin.tar",
+                       "--registry-auth", auth});
+  INFO(c.err);
+  CHECK(c.exit_code == 0);
+  CHECK_THAT(c.err, Catch::Contains("--registry-auth " + auth +
+                                    " is not read: nothing is pulled "
+                                    "without --pull"));
 }

@@ -14,6 +14,7 @@ using gpunode::test::Background;
 using gpunode::test::make_host_tree;
 using gpunode::test::Run;
 using gpunode::test::run_gpunode;
+using gpunode::test::snapshot_host_tree;
 using gpunode::test::snapshot_tree;
 using gpunode::test::TempDir;
 using json = nlohmann::json;
@@ -39,16 +40,6 @@ json stage_event(const std::vector<json>& lines, const std::string& stage) {
 
 // The host layers alone; the image layer has tests of its own with a real
 // containerd (image_stage_test.cpp).
-// Everything in the tree except gpunode's own state directory.
-std::map<std::string, std::string> host_files(const std::string& root) {
-  auto snap = snapshot_tree(root);
-  for (auto it = snap.begin(); it != snap.end();) {
-    it = it->first.rfind("/var/lib/gpunode", 0) == 0 ? snap.erase(it)
-                                                     : std::next(it);
-  }
-  return snap;
-}
-
 const std::vector<std::string> kHostStages = {"--only",
                                               "driver,toolkit,handler"};
 
@@ -63,7 +54,7 @@ TEST_CASE(
       GENERATE(std::string("good-v3"), std::string("good-v2"),
                std::string("agent"), std::string("toolkit-dir"));
   make_host_tree(root, scenario);
-  auto before = host_files(root);
+  auto before = snapshot_host_tree(root);
   std::vector<std::string> args{"install", "--root", root, "--json"};
   args.insert(args.end(), kHostStages.begin(), kHostStages.end());
   Run r = run_gpunode(args);
@@ -76,7 +67,8 @@ TEST_CASE(
   }
   CHECK(lines.back().value("event", "") == "result");
   CHECK(lines.back().value("exit_code", -1) == 0);
-  CHECK(host_files(root) == before);  // only gpunode's own state was written
+  // Only gpunode's own state was written.
+  CHECK(snapshot_host_tree(root) == before);
   // The journal recorded every stage.
   auto journal = json::parse(
       gpunode::test::read_text(root + "/var/lib/gpunode/journal.json"));
@@ -89,7 +81,7 @@ TEST_CASE("toolkit installed after k3s started: exit 1 with the restart fix",
   TempDir t;
   const std::string root = t.path() + "/node";
   make_host_tree(root, "toolkit-after-k3s");
-  auto before = host_files(root);
+  auto before = snapshot_host_tree(root);
   std::vector<std::string> args{"install", "--root", root};
   args.insert(args.end(), kHostStages.begin(), kHostStages.end());
   Run r = run_gpunode(args);
@@ -97,7 +89,7 @@ TEST_CASE("toolkit installed after k3s started: exit 1 with the restart fix",
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("[ERROR handler]"));
   CHECK_THAT(r.err, Catch::Contains("systemctl restart k3s"));
-  CHECK(host_files(root) == before);
+  CHECK(snapshot_host_tree(root) == before);
 }
 
 TEST_CASE(

@@ -10,6 +10,7 @@
 
 #include "driver_sim_host.hpp"
 #include "gpunode/report.hpp"
+#include "oci_builder.hpp"
 #include "sim_cluster.hpp"
 #include "sim_gpu_node.hpp"
 #include "test_support.hpp"
@@ -210,4 +211,71 @@ TEST_CASE("json-events.md documents the facts a real status run emits",
       CHECK(fields.count(path) == 1);
     }
   }
+}
+
+namespace {
+
+// The `progress` event's table (field -> type) from json-events.md.
+std::map<std::string, std::string> documented_progress(const std::string& md) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(md);
+  std::string line;
+  bool in_table = false;
+  const std::regex row(R"(^\| `([^`]+)` \| ([^|]+) \|)");
+  while (std::getline(in, line)) {
+    if (line.rfind("### ", 0) == 0)
+      in_table = line.rfind("### `progress`", 0) == 0;
+    std::smatch m;
+    if (in_table && std::regex_search(line, m, row)) out[m[1]] = m[2];
+  }
+  return out;
+}
+
+// The documented type word a JSON value fits.
+bool fits(const json& v, const std::string& type) {
+  auto has = [&](const char* w) { return type.find(w) != std::string::npos; };
+  if (v.is_null()) return has("null");
+  if (v.is_string()) return has("string");
+  if (v.is_number_integer()) return has("integer") || has("number");
+  if (v.is_number()) return has("number");
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("json-events.md documents the progress event bundle verify emits",
+          "[e2e][json][progress]") {
+  const std::string md = read_text(std::string(GPUNODE_TEST_FIXTURES) +
+                                   "/../../docs/json-events.md");
+  const auto doc = documented_progress(md);
+  REQUIRE(doc.size() >= 9);
+  TempDir tmp;
+  build_image(tmp.path() + "/plugin.tar", ImageSpec{});
+  Run c = run_gpunode({"bundle", "create", "--out", tmp.path() + "/bundle",
+                       "--image-archive", tmp.path() + "/plugin.tar"});
+  REQUIRE(c.exit_code == 0);
+  Run v = run_gpunode({"bundle", "verify", tmp.path() + "/bundle",
+                       "--insecure-skip-signature", "--json"});
+  INFO(v.err);
+  REQUIRE(v.exit_code == 0);
+  std::istringstream lines(v.out);
+  int events = 0;
+  std::set<std::string> states;
+  for (std::string line; std::getline(lines, line);) {
+    const json j = json::parse(line);
+    if (j.value("event", "") != "progress") continue;
+    ++events;
+    states.insert(j.value("state", ""));
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      INFO("progress field " << it.key() << " = " << it->dump());
+      REQUIRE(doc.count(it.key()) == 1);
+      CHECK(fits(*it, doc.at(it.key())));
+    }
+    for (const auto& [field, type] : doc) {
+      INFO("documented but not emitted: progress " << field);
+      CHECK(j.contains(field));
+    }
+  }
+  CHECK(events >= 2);
+  CHECK(states == std::set<std::string>{"running", "done"});
 }

@@ -130,6 +130,9 @@ TEST_CASE("bundle create --pull makes a bundle that bundle verify accepts",
   WARN("bundle create --pull (2 platforms, 2 x 8 MiB layers): " << secs
                                                                 << " s");
   CHECK_THAT(c.err, Catch::Contains("pulled " + registry.host()));
+  // The pull's progress: its blobs streamed, counted to the end.
+  CHECK_THAT(c.err, Catch::Contains("[pull] " + registry.host() + "/" +
+                                    kRepoTag + ": done, "));
   Run v = run_gpunode({"bundle", "verify", out, "--insecure-skip-signature"});
   INFO(v.err);
   CHECK(v.exit_code == 0);

@@ -54,17 +54,7 @@ Timed smoke(Node& node) {
 }
 
 // The smoke stage's JSON event (the check after its apply), or null.
-json smoke_event(const Run& r) {
-  std::istringstream lines(r.out);
-  std::string line;
-  json found;
-  while (std::getline(lines, line)) {
-    json e = json::parse(line, nullptr, false);
-    if (e.is_object() && e.value("stage", "") == "smoke" && e.contains("facts"))
-      found = e;
-  }
-  return found;
-}
+json smoke_event(const Run& r) { return last_stage_event(r.out, "smoke"); }
 
 // The smoke stage's event of a run that failed, naming `layer`.
 json failed_smoke(const Run& r, const std::string& layer) {
@@ -142,9 +132,12 @@ TEST_CASE("smoke e2e: no free slot fails after the grace, layer allocatable",
         std::string::npos);
 }
 
+// The image event of a run: the last one (the check after its apply).
+json image_event(const Run& r) { return last_stage_event(r.out, "image"); }
+
 TEST_CASE(
-    "smoke e2e: the fix of a missing image names the bundle's archive, and "
-    "it works",
+    "smoke e2e: install --smoke imports the bundle's CUDA sample, verified "
+    "and pinned, and the smoke Pod passes",
     "[e2e][cluster][smoke][bundle]") {
   REQUIRE_PARTS();
   Node node;
@@ -156,23 +149,66 @@ TEST_CASE(
                           sample, "--created", "2026-11-29T00:00:00Z"});
   INFO(made.err);
   REQUIRE(made.exit_code == 0);
-  const std::vector<std::string> install{
-      "install", "--bundle",  bundle,   "--insecure-skip-signature",
-      "--smoke", "--timeout", kTimeout, "--json"};
-  Run r = node.gpunode(install);
+  const std::string ref = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0";
+  std::vector<std::string> install{
+      "install",   "--bundle", bundle,  "--insecure-skip-signature",
+      "--timeout", kTimeout,   "--json"};
+  SECTION("without --smoke the CUDA sample stays on the stick") {
+    Run r = node.gpunode(install);
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(image_event(r)["facts"]["smoke_image"].is_null());
+    CHECK(node.ctd.ctr({"images", "ls", "-q", "name==" + ref}).out == "");
+  }
+  SECTION("with --smoke it is imported, pinned, and used") {
+    install.push_back("--smoke");
+    Run r = node.gpunode(install);
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(smoke_event(r)["facts"]["result"] == "passed");
+    const json facts = image_event(r)["facts"];
+    CHECK(facts["smoke_image"]["ref"] == ref);
+    CHECK(facts["smoke_image"]["pinned"] == true);
+    CHECK(facts["smoke_image"]["archive"] ==
+          bundle + "/images/cuda-sample-vectoradd-cuda12.5.0.tar");
+    CHECK(node.ctd
+              .ctr({"images", "ls", "-q",
+                    "name==" + ref +
+                        ",labels.\"io.cri-containerd.pinned\"==pinned"})
+              .out == ref + "\n");
+    // Converged: the next run imports nothing.
+    Run again = node.gpunode(install);
+    INFO(again.err);
+    CHECK(again.exit_code == 0);
+    CHECK(again.err.find("[image]        ok") != std::string::npos);
+  }
+}
+
+TEST_CASE(
+    "smoke e2e: --smoke with a bundle that lacks the CUDA sample installs the "
+    "device plugin, warns, and the smoke fix names bundle create --pull",
+    "[e2e][cluster][smoke][bundle]") {
+  REQUIRE_PARTS();
+  Node node;
+  const std::string bundle = node.dir.path() + "/usb/gpunode-bundle";
+  write_text(node.dir.path() + "/usb/.keep", "");
+  Run made =
+      run_gpunode({"bundle", "create", "--out", bundle, "--image-archive",
+                   node.archive, "--created", "2026-11-29T00:00:00Z"});
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  Run r =
+      node.gpunode({"install", "--bundle", bundle, "--insecure-skip-signature",
+                    "--smoke", "--timeout", kTimeout, "--json"});
   INFO(r.err);
   const json e = failed_smoke(r, "image");
-  const std::string archive =
-      bundle + "/images/cuda-sample-vectoradd-cuda12.5.0.tar";
-  CHECK(e.value("fix", "") ==
-        "sudo k3s ctr -n k8s.io images import " + archive +
-            " (the bundle's archive of "
-            "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0)");
-  // What the fix says, done (the fixture's ctr is k3s's, namespace k8s.io):
-  // the next smoke run passes.
-  REQUIRE(node.ctd.ctr({"images", "import", archive}).succeeded());
-  Run again = node.gpunode(install);
-  INFO(again.err);
-  CHECK(again.exit_code == 0);
-  CHECK(smoke_event(again)["facts"]["result"] == "passed");
+  CHECK_THAT(e.value("fix", ""),
+             Catch::Contains("gpunode bundle create --pull "
+                             "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-"
+                             "cuda12.5.0"));
+  const json image = image_event(r);
+  CHECK(image["status"] == "applied");
+  CHECK(image["facts"]["image"]["pinned"] == true);
+  CHECK(image["facts"]["smoke_image"]["digest"].is_null());
+  CHECK_THAT(r.err, Catch::Contains("the smoke Pod cannot start"));
 }

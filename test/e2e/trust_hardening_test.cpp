@@ -43,12 +43,6 @@ std::size_t count_of(const std::string& text, const std::string& what) {
   return n;
 }
 
-std::string last_line(const std::string& text) {
-  std::string t = text;
-  while (!t.empty() && t.back() == '\n') t.pop_back();
-  return t.substr(t.rfind('\n') + 1);
-}
-
 std::vector<json> json_events(const std::string& out) {
   std::vector<json> events;
   std::istringstream in(out);

@@ -74,6 +74,29 @@ void make_certs(const std::string& d) {
                          "2", "-extfile", d + "/ext.cnf"});
 }
 
+// The token service's signing key and its self-signed certificate (the
+// registry's rootcertbundle; distribution accepts an x5c chain that ends
+// in it).
+void make_token_cert(const std::string& d) {
+  auto runner = make_posix_process_runner();
+  run_or_throw(*runner,
+               {"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                "-keyout", d + "/token.key", "-out", d + "/token.pem", "-days",
+                "2", "-subj", "/CN=gpunode test token service"});
+}
+
+void wait_for(int port, const std::string& what, const Background& process) {
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!accepts(port)) {
+    if (std::chrono::steady_clock::now() > until)
+      throw std::runtime_error(what + " did not come up on port " +
+                               std::to_string(port) + ": " +
+                               process.err_so_far());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 }  // namespace
 
 bool registry_available() {
@@ -81,39 +104,64 @@ bool registry_available() {
          ::access("/usr/bin/skopeo", X_OK) == 0;
 }
 
-Registry::Registry(bool tls) : dir_(std::make_unique<TempDir>()) {
+Registry::Registry(bool tls, RegistryAuth auth)
+    : dir_(std::make_unique<TempDir>()), auth_(std::move(auth)) {
   const int port = free_port();
   host_ = "127.0.0.1:" + std::to_string(port);
-  const std::string config = dir_->path() + "/config.yml";
+  const std::string d = dir_->path();
+  const std::string config = d + "/config.yml";
   std::string tls_config;
   if (tls) {
-    make_certs(dir_->path());
-    ca_file_ = dir_->path() + "/ca.pem";
-    tls_config = "  tls:\n    certificate: " + dir_->path() +
-                 "/server.pem\n    key: " + dir_->path() + "/server.key\n";
+    make_certs(d);
+    ca_file_ = d + "/ca.pem";
+    tls_config = "  tls:\n    certificate: " + d +
+                 "/server.pem\n    key: " + d + "/server.key\n";
+  }
+  std::string auth_config;
+  if (auth_.kind == RegistryAuth::Kind::kHtpasswd) {
+    auto runner = make_posix_process_runner();
+    auto r = runner->run({"htpasswd", "-Bbn", auth_.user, auth_.password},
+                         std::chrono::seconds(30));
+    if (!r.succeeded())
+      throw std::runtime_error("htpasswd failed: " + r.err + r.spawn_error);
+    write_text(d + "/htpasswd", r.out, 0600);
+    auth_config =
+        "auth:\n  htpasswd:\n    realm: gpunode-test\n    path: " + d +
+        "/htpasswd\n";
+  } else if (auth_.kind == RegistryAuth::Kind::kToken) {
+    make_token_cert(d);
+    const int token_port = free_port();
+    token_server_ = std::make_unique<Background>(std::vector<std::string>{
+        "python3", std::string(GPUNODE_TEST_SIM) + "/token_server.py",
+        std::to_string(token_port), d + "/token.key", d + "/token.pem",
+        auth_.user, auth_.password, "gpunode-test-issuer", d + "/token.log"});
+    wait_for(token_port, "token_server.py", *token_server_);
+    auth_config = "auth:\n  token:\n    realm: http://127.0.0.1:" +
+                  std::to_string(token_port) +
+                  "/token\n    service: gpunode-test-registry\n"
+                  "    issuer: gpunode-test-issuer\n    rootcertbundle: " +
+                  d + "/token.pem\n";
   }
   write_text(config,
              "version: 0.1\n"
              "log:\n  level: warn\n"
              "storage:\n  filesystem:\n    rootdirectory: " +
-                 dir_->path() + "/storage\n" +
-                 "  delete:\n    enabled: true\n"
-                 "http:\n  addr: " +
-                 host_ + "\n" + tls_config);
+                 d + "/storage\n" + "  delete:\n    enabled: true\n" +
+                 auth_config + "http:\n  addr: " + host_ + "\n" + tls_config);
   process_ = std::make_unique<Background>(
       std::vector<std::string>{"/usr/bin/docker-registry", "serve", config});
-  const auto until =
-      std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!accepts(port)) {
-    if (std::chrono::steady_clock::now() > until)
-      throw std::runtime_error("docker-registry did not come up on " + host_ +
-                               ": " + process_->err_so_far());
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  wait_for(port, "docker-registry", *process_);
+}
+
+std::string Registry::token_log() const {
+  if (auth_.kind != RegistryAuth::Kind::kToken) return "";
+  const std::string log = dir_->path() + "/token.log";
+  return ::access(log.c_str(), F_OK) == 0 ? read_text(log) : std::string();
 }
 
 Registry::~Registry() {
   process_.reset();  // kills its process group before the storage goes
+  token_server_.reset();
 }
 
 void Registry::push(const std::string& oci_archive,
@@ -123,11 +171,18 @@ void Registry::push(const std::string& oci_archive,
   // machine; the registry is ours and on loopback. --preserve-digests: the
   // registry then holds the index, manifests and (uncompressed) layers with
   // build_image's digests, which the tests name.
-  auto r = runner->run(
-      {"/usr/bin/skopeo", "--insecure-policy", "copy", "--all",
-       "--preserve-digests", "--quiet", "--dest-tls-verify=false",
-       "oci-archive:" + oci_archive, "docker://" + host_ + "/" + repo_tag},
-      std::chrono::seconds(120));
+  std::vector<std::string> argv = {"/usr/bin/skopeo",
+                                   "--insecure-policy",
+                                   "copy",
+                                   "--all",
+                                   "--preserve-digests",
+                                   "--quiet",
+                                   "--dest-tls-verify=false"};
+  if (auth_.kind != RegistryAuth::Kind::kNone)
+    argv.push_back("--dest-creds=" + auth_.user + ":" + auth_.password);
+  argv.insert(argv.end(), {"oci-archive:" + oci_archive,
+                           "docker://" + host_ + "/" + repo_tag});
+  auto r = runner->run(argv, std::chrono::seconds(120));
   if (!r.succeeded())
     throw std::runtime_error("skopeo copy to " + host_ + "/" + repo_tag +
                              " failed: " + r.err + r.spawn_error);

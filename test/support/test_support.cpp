@@ -150,6 +150,15 @@ std::map<std::string, std::string> snapshot_tree(const std::string& dir) {
   return out;
 }
 
+std::map<std::string, std::string> snapshot_host_tree(const std::string& root) {
+  auto snap = snapshot_tree(root);
+  for (auto it = snap.begin(); it != snap.end();) {
+    it = it->first.rfind("/var/lib/gpunode", 0) == 0 ? snap.erase(it)
+                                                     : std::next(it);
+  }
+  return snap;
+}
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path);
@@ -398,6 +407,25 @@ void write_mirror_files(const std::string& root, bool agent) {
   std::stringstream was;
   was << in.rdbuf();
   write_text(config, was.str() + "embedded-registry: true\n");
+}
+
+std::string last_line(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  const std::size_t cut = t.rfind('\n');
+  return cut == std::string::npos ? t : t.substr(cut + 1);
+}
+
+nlohmann::json last_stage_event(const std::string& out,
+                                const std::string& stage) {
+  std::istringstream lines(out);
+  nlohmann::json found;
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_object() && e.value("stage", "") == stage && e.contains("facts"))
+      found = std::move(e);
+  }
+  return found;
 }
 
 }  // namespace gpunode::test

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -100,8 +101,18 @@ std::string k3s_kubeconfig(const std::string& server, const std::string& ca_b64,
 // path (relative to the tree) -> "mode:size:sha256" for every entry, links
 // included as "link:target". Two equal snapshots mean nothing changed.
 std::map<std::string, std::string> snapshot_tree(const std::string& dir);
+// snapshot_tree of a host tree without gpunode's own state directory
+// (/var/lib/gpunode): what a refused run must leave as it was.
+std::map<std::string, std::string> snapshot_host_tree(const std::string& root);
 
 std::string read_text(const std::string& path);
+// The last line of a command's output, without its newline: the result
+// event of a --json run, after any progress events.
+std::string last_line(const std::string& text);
+// The last --json event of `stage` that carries facts (install reports the
+// check, then the check after its apply), or null when there is none.
+nlohmann::json last_stage_event(const std::string& out,
+                                const std::string& stage);
 // Damages a file in place: one byte at `offset` XOR 0x01 (tamper tests).
 void flip_byte(const std::string& path, std::uint64_t offset);
 void write_text(const std::string& path, const std::string& text,

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "gpunode/base64.hpp"
 #include "gpunode/digest.hpp"
 #include "gpunode/image_archive.hpp"
 #include "test_support.hpp"
@@ -129,6 +130,66 @@ std::string response(int status, const std::string& body,
          "\r\n" + body;
 }
 
+// The device plugin's tag from `server` (plain HTTP, a mirror of the locked
+// ref) into `dir`/image.tar.
+PullOptions plugin_pull(const ScriptedServer& server, const TempDir& dir) {
+  PullOptions o;
+  o.ref = server.host() + "/nvidia/k8s-device-plugin:v0.19.3";
+  o.out_path = dir.path() + "/image.tar";
+  o.insecure_http = true;
+  o.name_as = "nvcr.io/nvidia/k8s-device-plugin:v0.19.3";
+  return o;
+}
+
+// The registry's 401 for a request without the right token (Docker's token
+// auth spec: the challenge names the token service and the scope).
+std::string bearer_challenge(const std::string& realm) {
+  return response(401, R"({"errors":[{"code":"UNAUTHORIZED"}]})",
+                  "WWW-Authenticate: Bearer realm=\"" + realm +
+                      "\",service=\"test\",scope=\"repository:nvidia/"
+                      "k8s-device-plugin:pull\"\r\n",
+                  "application/json");
+}
+
+// A single-platform image: config + one layer (any bytes: nothing here
+// unpacks it).
+struct TinyImage {
+  std::string layer, layer_digest, config, config_digest, manifest;
+};
+
+TinyImage tiny_image(std::size_t layer_bytes) {
+  TinyImage img;
+  std::string& layer = img.layer;
+  layer.assign(layer_bytes, '\0');
+  for (std::size_t i = 0; i < layer.size(); ++i)
+    layer[i] = static_cast<char>((i * 2654435761u) >> 13);
+  img.layer_digest = sha256(layer);
+  img.config =
+      nlohmann::json{
+          {"architecture", "amd64"},
+          {"os", "linux"},
+          {"rootfs",
+           {{"type", "layers"},
+            {"diff_ids", nlohmann::json::array({img.layer_digest})}}}}
+          .dump();
+  img.config_digest = sha256(img.config);
+  img.manifest =
+      nlohmann::json{
+          {"schemaVersion", 2},
+          {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+          {"config",
+           {{"mediaType", "application/vnd.oci.image.config.v1+json"},
+            {"digest", img.config_digest},
+            {"size", img.config.size()}}},
+          {"layers",
+           nlohmann::json::array(
+               {{{"mediaType", "application/vnd.oci.image.layer.v1.tar"},
+                 {"digest", img.layer_digest},
+                 {"size", layer.size()}}})}}
+          .dump();
+  return img;
+}
+
 }  // namespace
 
 TEST_CASE("image refs are parsed like docker does", "[registry]") {
@@ -168,33 +229,12 @@ TEST_CASE(
     "a pull gets a bearer token, retries a 503 and resumes a cut blob with "
     "Range",
     "[registry]") {
-  // A single-platform image: config + one layer (any bytes: nothing here
-  // unpacks it).
-  std::string layer(300 * 1024, '\0');
-  for (std::size_t i = 0; i < layer.size(); ++i)
-    layer[i] = static_cast<char>((i * 2654435761u) >> 13);
-  const std::string layer_digest = sha256(layer);
-  const std::string config =
-      nlohmann::json{{"architecture", "amd64"},
-                     {"os", "linux"},
-                     {"rootfs",
-                      {{"type", "layers"},
-                       {"diff_ids", nlohmann::json::array({layer_digest})}}}}
-          .dump();
-  const std::string config_digest = sha256(config);
-  const std::string manifest = nlohmann::json{
-      {"schemaVersion", 2},
-      {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
-      {"config",
-       {{"mediaType", "application/vnd.oci.image.config.v1+json"},
-        {"digest", config_digest},
-        {"size", config.size()}}},
-      {"layers",
-       nlohmann::json::array(
-           {{{"mediaType", "application/vnd.oci.image.layer.v1.tar"},
-             {"digest", layer_digest},
-             {"size",
-              layer.size()}}})}}.dump();
+  const TinyImage img = tiny_image(300 * 1024);
+  const std::string& layer = img.layer;
+  const std::string& layer_digest = img.layer_digest;
+  const std::string& config = img.config;
+  const std::string& config_digest = img.config_digest;
+  const std::string& manifest = img.manifest;
 
   const std::string server_mode = GENERATE(as<std::string>{}, "honours Range",
                                            "ignores Range", "changes content");
@@ -206,11 +246,7 @@ TEST_CASE(
       return response(200, R"({"token":"t0k3n"})", {}, "application/json");
     auto auth = r.headers.find("authorization");
     if (auth == r.headers.end() || auth->second != "Bearer t0k3n")
-      return response(401, R"({"errors":[{"code":"UNAUTHORIZED"}]})",
-                      "WWW-Authenticate: Bearer realm=\"" + realm +
-                          "\",service=\"test\",scope=\"repository:nvidia/"
-                          "k8s-device-plugin:pull\"\r\n",
-                      "application/json");
+      return bearer_challenge(realm);
     if (r.path == "/v2/nvidia/k8s-device-plugin/manifests/v0.19.3")
       return response(200, manifest,
                       "Docker-Content-Digest: " + sha256(manifest) + "\r\n",
@@ -246,11 +282,7 @@ TEST_CASE(
   realm = "http://" + server.host() + "/token";
 
   TempDir tmp;
-  PullOptions o;
-  o.ref = server.host() + "/nvidia/k8s-device-plugin:v0.19.3";
-  o.out_path = tmp.path() + "/image.tar";
-  o.insecure_http = true;
-  o.name_as = "nvcr.io/nvidia/k8s-device-plugin:v0.19.3";
+  PullOptions o = plugin_pull(server, tmp);
   auto digest = pull_to_oci_archive(o);
   if (server_mode == "changes content") {
     // The first half went into the tar already; the whole pull fails and
@@ -319,4 +351,88 @@ TEST_CASE(
   CHECK_THAT(second.error().message, Catch::Contains("took longer than 5 s"));
   CHECK(at.size() == 1);
   CHECK(Clock::now() - start < std::chrono::seconds(2));
+}
+
+TEST_CASE(
+    "credentials go to the token service as Basic, the registry sees only "
+    "the token, and a blob redirected to another host gets no Authorization",
+    "[registry][registry-auth]") {
+  const TinyImage img = tiny_image(4096);
+  const std::string basic =
+      "Basic " + gpunode::encode_base64("$oauthtoken:k3y");
+  std::string self;  // "127.0.0.1:PORT", once known
+  ScriptedServer server([&](const Request& r) -> std::string {
+    auto auth = r.headers.find("authorization");
+    const std::string got = auth == r.headers.end() ? "" : auth->second;
+    if (r.path.rfind("/token", 0) == 0)
+      return got == basic ? response(200, R"({"access_token":"t0k3n"})", {},
+                                     "application/json")
+                          : response(401, R"({"details":"who are you"})");
+    // Object storage under another host name: no auth needed there.
+    if (r.path.rfind("/cdn/", 0) == 0) {
+      const std::string digest = r.path.substr(5);
+      return response(200,
+                      digest == img.config_digest ? img.config : img.layer);
+    }
+    if (got != "Bearer t0k3n")
+      return bearer_challenge("http://" + self + "/token");
+    if (r.path == "/v2/nvidia/k8s-device-plugin/manifests/v0.19.3")
+      return response(200, img.manifest, {},
+                      "application/vnd.oci.image.manifest.v1+json");
+    const std::string blobs = "/v2/nvidia/k8s-device-plugin/blobs/";
+    if (r.path.rfind(blobs, 0) == 0)  // localhost: another host to libcurl
+      return response(
+          307, "",
+          "Location: http://localhost:" + self.substr(self.find(':') + 1) +
+              "/cdn/" + r.path.substr(blobs.size()) + "\r\n");
+    return response(404, R"({"errors":[{"code":"NOT_FOUND"}]})");
+  });
+  self = server.host();
+  TempDir tmp;
+  PullOptions o = plugin_pull(server, tmp);
+  gpunode::bundle::RegistryCredentials c;
+  c.username = "$oauthtoken";
+  c.password = "k3y";
+  c.source = "test.json";
+  o.credentials = c;
+  auto pulled = pull_to_oci_archive(o);
+  INFO((pulled ? "" : pulled.error().message));
+  REQUIRE(pulled);
+  int token_requests = 0, cdn_requests = 0;
+  for (const auto& r : server.requests()) {
+    INFO(r.path);
+    auto auth = r.headers.find("authorization");
+    const std::string got = auth == r.headers.end() ? "" : auth->second;
+    if (r.path.rfind("/token", 0) == 0) {
+      ++token_requests;
+      CHECK(got == basic);
+    } else if (r.path.rfind("/cdn/", 0) == 0) {
+      ++cdn_requests;
+      CHECK(r.headers.at("host").rfind("localhost:", 0) == 0);
+      CHECK(got.empty());  // neither the token nor the password
+    } else {
+      CHECK(got.find("Basic") == std::string::npos);
+    }
+  }
+  CHECK(token_requests == 1);
+  CHECK(cdn_requests == 2);  // config and layer
+
+  // A wrong key: the token service says 401, the pull names user@host.
+  c.password = "wrong";
+  o.credentials = c;
+  auto refused = pull_to_oci_archive(o);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().exit == gpunode::ExitCode::kBlocked);
+  CHECK_THAT(refused.error().message,
+             Catch::Contains("refused the credentials for $oauthtoken@" +
+                             server.host()) &&
+                 Catch::Contains("test.json") && !Catch::Contains("wrong"));
+  // None at all: the anonymous token request is refused too.
+  o.credentials.reset();
+  auto anonymous = pull_to_oci_archive(o);
+  REQUIRE_FALSE(anonymous);
+  CHECK(anonymous.error().exit == gpunode::ExitCode::kBlocked);
+  CHECK_THAT(anonymous.error().message,
+             Catch::Contains("wants credentials") && Catch::Contains("Bearer"));
+  CHECK_THAT(anonymous.error().fix, Catch::Contains("--registry-auth"));
 }

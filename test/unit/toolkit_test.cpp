@@ -56,7 +56,8 @@ struct Tree {
 };
 
 TEST_CASE(
-    "the toolkit stage is named for its layer and its apply changes nothing",
+    "the toolkit stage is named for its layer, and without a bundle its "
+    "apply refuses and changes nothing",
     "[toolkit]") {
   auto stage = make_toolkit_stage();
   REQUIRE(stage != nullptr);
@@ -65,7 +66,10 @@ TEST_CASE(
   Tree t("good-v3");
   Context ctx(t.host, t.opts, t.clock.steady_now());
   auto before = test::snapshot_tree(t.root);
-  CHECK(stage->apply(ctx, Check{}).ok());
+  // apply() installs only the bundle's packages (toolkit_install_test.cpp).
+  auto r = stage->apply(ctx, Check{});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().exit == ExitCode::kBlocked);
   CHECK(test::snapshot_tree(t.root) == before);
 }
 

@@ -107,6 +107,13 @@ options:
         although the toolkit is installed. Without it gpunode names the command.
     type: bool
     default: false
+  upgrade_toolkit:
+    description:
+      - Install the bundle's NVIDIA container toolkit packages over another
+        version already on the node (older or newer). Without it gpunode
+        keeps the installed version and warns.
+    type: bool
+    default: false
   min_driver:
     description:
       - Lowest acceptable NVIDIA driver version, e.g. C(550.54.15).
@@ -266,7 +273,8 @@ def stage_flags(p, command):
     """install's flags, or plan's (the same less --restart-k3s, an action)."""
     argv = root_flags(p) + trust_flags(p) + option_flags(p, STAGE_OPTIONS)
     if command == 'install':
-        argv += option_flags(p, (('restart_k3s', '--restart-k3s'),))
+        argv += option_flags(p, (('restart_k3s', '--restart-k3s'),
+                                 ('upgrade_toolkit', '--upgrade-toolkit')))
     return argv
 
 
@@ -288,6 +296,7 @@ def main():
         image_archive=dict(type='path'),
         replace_existing=dict(type='bool', default=False),
         restart_k3s=dict(type='bool', default=False),
+        upgrade_toolkit=dict(type='bool', default=False),
         min_driver=dict(type='str'),
         timeout=dict(type='str', default='10m'),
         smoke=dict(type='bool', default=False),

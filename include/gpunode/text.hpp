@@ -1,0 +1,18 @@
+// Small text helpers every part of gpunode uses: one owner for trimming and
+// joining, so a message list reads the same wherever it is made.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpunode {
+
+// `s` without leading and trailing spaces, tabs, CRs and newlines.
+std::string_view trim_space(std::string_view s);
+
+// The items with `separator` between them: {"a", "b"} -> "a, b".
+std::string join(const std::vector<std::string>& items,
+                 std::string_view separator = ", ");
+
+}  // namespace gpunode

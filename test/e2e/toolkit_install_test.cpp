@@ -1,0 +1,327 @@
+// The toolkit stage installs the bundle's NVIDIA container toolkit packages
+// with the real package managers: rpm --root into a simulated host tree
+// with an rpm database, and dpkg --root into a copy of a debootstrapped
+// Debian tree (packaging/chroot-cache.sh). The packages are the stand-ins of
+// test/tools/make-toolkit-packages.sh.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "gpunode/digest.hpp"
+#include "test_support.hpp"
+#include "toolkit_bundle.hpp"
+
+using gpunode::test::BuiltPackage;
+using gpunode::test::make_bundle_packages;
+using gpunode::test::make_host_tree;
+using gpunode::test::Run;
+using gpunode::test::run_gpunode;
+using gpunode::test::run_with_sim;
+using gpunode::test::snapshot_host_tree;
+using gpunode::test::snapshot_tree;
+using gpunode::test::TempDir;
+using gpunode::test::write_toolkit_bundle;
+using json = nlohmann::json;
+
+namespace {
+
+// The toolkit stage's --json event (the last one: install reports the
+// check, then what it applied).
+json toolkit_event(const std::string& out) {
+  return gpunode::test::last_stage_event(out, "toolkit");
+}
+
+// A node without the toolkit (host-tree.sh no-toolkit) whose packages rpm
+// manages (an empty database at /var/lib/rpm), and where its bundle goes.
+struct RpmNode {
+  TempDir t;
+  std::string root = t.path() + "/node";
+  std::string bundle = t.path() + "/bundle";
+  RpmNode() {
+    make_host_tree(root, "no-toolkit");
+    Run r = run_with_sim(
+        {"rpm", "--root", root, "--dbpath", "/var/lib/rpm", "--initdb"});
+    REQUIRE(r.exit_code == 0);
+  }
+  // The four stand-ins of `version` for `family`, built under the scratch
+  // directory.
+  std::vector<BuiltPackage> packages(const std::string& family,
+                                     const std::string& version) const {
+    return make_bundle_packages(t.path() + "/" + family + "-" + version, family,
+                                version);
+  }
+};
+
+// "name version" per installed toolkit package, sorted, as rpm sees them.
+std::string rpm_installed(const std::string& root) {
+  Run r = run_with_sim({"rpm", "--root", root, "--dbpath", "/var/lib/rpm",
+                        "-qa", "--qf", "%{NAME} %{VERSION}-%{RELEASE}\n"});
+  REQUIRE(r.exit_code == 0);
+  std::istringstream in(r.out);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::sort(lines.begin(), lines.end());
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  return text;
+}
+
+std::string all_at(const std::string& version) {
+  return "libnvidia-container-tools " + version + "\nlibnvidia-container1 " +
+         version + "\nnvidia-container-toolkit " + version +
+         "\nnvidia-container-toolkit-base " + version + "\n";
+}
+
+void rpm_install(const std::string& root,
+                 const std::vector<BuiltPackage>& packages) {
+  std::vector<std::string> argv{"rpm",      "--root",       root,
+                                "--dbpath", "/var/lib/rpm", "-U"};
+  for (const auto& p : packages) argv.push_back(p.source);
+  Run r = run_with_sim(argv);
+  REQUIRE(r.exit_code == 0);
+}
+
+Run gpunode_toolkit(const std::string& command, const std::string& root,
+                    const std::string& bundle,
+                    std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{
+      command,    "--root",  root,
+      "--bundle", bundle,    "--insecure-skip-signature",
+      "--only",   "toolkit", "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_gpunode(args);
+}
+
+// The host tree as a refused run must leave it (snapshot_host_tree), but
+// for rpm's SQLite shared-memory file: every reader of a WAL database
+// rewrites that index (sqlite.org/wal.html, "The WAL-Index"), a query too.
+// The database's content is compared with rpm -qa.
+std::map<std::string, std::string> host_state(const std::string& root) {
+  auto snap = snapshot_host_tree(root);
+  snap.erase("/var/lib/rpm/rpmdb.sqlite-shm");
+  return snap;
+}
+
+// The paths whose entry differs between two snapshots, for the message
+// of a failed comparison.
+std::string changed(const std::map<std::string, std::string>& a,
+                    const std::map<std::string, std::string>& b) {
+  std::string text;
+  for (const auto& [path, v] : a)
+    if (!b.count(path) || b.at(path) != v) text += path + " ";
+  for (const auto& [path, v] : b)
+    if (!a.count(path)) text += path + " ";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "toolkit: rpm --root installs the bundle's four packages, and a rerun is "
+    "satisfied",
+    "[e2e][toolkit][packages]") {
+  RpmNode node;
+  const std::string& root = node.root;
+  const std::string& bundle = node.bundle;
+  auto rpms = node.packages("rpm", "1.17.8-1");
+  auto debs = node.packages("deb", "1.17.8-1");
+  rpms.insert(rpms.end(), debs.begin(), debs.end());
+  write_toolkit_bundle(bundle, rpms);
+  const auto bundle_before = snapshot_tree(bundle);
+
+  // plan: what install would do, the byte total, and nothing changes.
+  const auto before = host_state(root);
+  Run plan = gpunode_toolkit("plan", root, bundle);
+  INFO(plan.err);
+  const json p = toolkit_event(plan.out);
+  CHECK(p.value("code", "") == "toolkit.install");
+  CHECK(p["facts"]["packages"]["family"] == "rpm");
+  CHECK(p["facts"]["packages"]["arch"] == "x86_64");
+  CHECK(p["facts"]["packages"]["bundle_version"] == "1.17.8-1");
+  CHECK(p["facts"]["packages"]["installed"]["nvidia-container-toolkit"] ==
+        nullptr);
+  CHECK(p["facts"]["packages"]["files"].size() == 4);
+  CHECK(p["facts"]["packages"]["bytes"].get<std::uint64_t>() > 0);
+  CHECK_THAT(plan.err,
+             Catch::Contains("would") &&
+                 Catch::Contains("install nvidia-container-toolkit, ") &&
+                 Catch::Contains(" bytes, about 1 MiB)"));
+  CHECK(changed(host_state(root), before) == "");
+
+  Run r = gpunode_toolkit("install", root, bundle);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(rpm_installed(root) == all_at("1.17.8-1"));
+  CHECK(std::filesystem::exists(root + "/usr/bin/nvidia-container-runtime"));
+
+  Run again = gpunode_toolkit("install", root, bundle);
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
+  const json s = toolkit_event(again.out);
+  CHECK(s.value("status", "") == "satisfied");
+  CHECK(s["facts"]["packages"]["installed"]["libnvidia-container1"] ==
+        "1.17.8-1");
+  CHECK(s["facts"]["packages"]["files"].empty());
+  CHECK(snapshot_tree(bundle) == bundle_before);  // the stick is never written
+}
+
+TEST_CASE("toolkit: after the install the handler stage says k3s must restart",
+          "[e2e][toolkit][packages]") {
+  RpmNode node;
+  const std::string& root = node.root;
+  const std::string& bundle = node.bundle;
+  write_toolkit_bundle(bundle, node.packages("rpm", "1.17.8-1"));
+  Run r =
+      run_gpunode({"install", "--root", root, "--bundle", bundle,
+                   "--insecure-skip-signature", "--only", "toolkit,handler"});
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(rpm_installed(root) == all_at("1.17.8-1"));
+  CHECK_THAT(r.err, Catch::Contains("systemctl restart k3s"));
+  CHECK_THAT(r.err, Catch::Contains("--restart-k3s"));
+}
+
+TEST_CASE(
+    "toolkit: another installed version is kept without --upgrade-toolkit "
+    "and replaced with it",
+    "[e2e][toolkit][packages]") {
+  RpmNode node;
+  const std::string& root = node.root;
+  const std::string& bundle = node.bundle;
+  const auto old_set = node.packages("rpm", "1.16.2-1");
+  const auto new_set = node.packages("rpm", "1.17.8-1");
+
+  SECTION("an older version installed, the bundle's newer") {
+    rpm_install(root, old_set);
+    write_toolkit_bundle(bundle, new_set);
+    const auto before = host_state(root);
+    Run kept = gpunode_toolkit("install", root, bundle);
+    INFO(kept.err);
+    CHECK(kept.exit_code == 0);
+    const json k = toolkit_event(kept.out);
+    CHECK(k.value("status", "") == "satisfied");
+    CHECK(k["facts"]["packages"]["installed"]["nvidia-container-toolkit"] ==
+          "1.16.2-1");
+    CHECK_THAT(kept.err, Catch::Contains("1.16.2-1") &&
+                             Catch::Contains("1.17.8-1") &&
+                             Catch::Contains("--upgrade-toolkit"));
+    CHECK(rpm_installed(root) == all_at("1.16.2-1"));
+    CHECK(changed(host_state(root), before) == "");
+
+    Run up = gpunode_toolkit("install", root, bundle, {"--upgrade-toolkit"});
+    INFO(up.err);
+    CHECK(up.exit_code == 0);
+    CHECK(rpm_installed(root) == all_at("1.17.8-1"));
+  }
+  SECTION("a newer version installed, the bundle's older (rpm --oldpackage)") {
+    rpm_install(root, new_set);
+    write_toolkit_bundle(bundle, old_set);
+    Run down = gpunode_toolkit("install", root, bundle, {"--upgrade-toolkit"});
+    INFO(down.err);
+    CHECK(down.exit_code == 0);
+    CHECK(rpm_installed(root) == all_at("1.16.2-1"));
+  }
+  SECTION("another version's library without the runtime is blocked") {
+    rpm_install(root, {old_set[3]});  // libnvidia-container1 alone
+    write_toolkit_bundle(bundle, new_set);
+    const auto before = host_state(root);
+    Run r = gpunode_toolkit("install", root, bundle);
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(toolkit_event(r.out).value("code", "") == "toolkit.other-version");
+    CHECK_THAT(r.err, Catch::Contains("--upgrade-toolkit"));
+    CHECK(changed(host_state(root), before) == "");
+  }
+}
+
+TEST_CASE(
+    "toolkit: a set whose dependency rpm cannot meet is blocked and the rpm "
+    "database is unchanged",
+    "[e2e][toolkit][packages]") {
+  RpmNode node;
+  const std::string& root = node.root;
+  const std::string& bundle = node.bundle;
+  auto set = node.packages("rpm", "1.17.8-1");
+  std::string said;
+  SECTION("a dependency of another version") {
+    // nvidia-container-toolkit 1.17.8-1 needs nvidia-container-toolkit-base
+    // of exactly its version; this set brings 1.17.9-1's.
+    set[1] = node.packages("rpm", "1.17.9-1")[1];
+    said = "nvidia-container-toolkit-base";
+  }
+  SECTION("a file that is no rpm") {
+    // A hand-made bundle.toml can list anything with its right hash.
+    set[0].source = node.t.path() + "/bad.rpm";
+    gpunode::test::write_text(set[0].source, "not an rpm\n");
+    set[0].entry.file = "packages/rpm/bad.rpm";
+    set[0].entry.sha256 = gpunode::sha256_hex("not an rpm\n");
+    said = "bad.rpm";
+  }
+  write_toolkit_bundle(bundle, set);
+  const auto before = host_state(root);
+  Run r = gpunode_toolkit("install", root, bundle);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err,
+             Catch::Contains("rpm could not install") && Catch::Contains(said));
+  CHECK(rpm_installed(root).empty());
+  CHECK(changed(host_state(root), before) == "");
+}
+
+TEST_CASE(
+    "toolkit: a bundle without this host's family is blocked naming what it "
+    "carries",
+    "[e2e][toolkit][packages]") {
+  RpmNode node;
+  const std::string& root = node.root;
+  const std::string& bundle = node.bundle;
+  write_toolkit_bundle(bundle, node.packages("deb", "1.17.8-1"));
+  const auto before = host_state(root);
+  Run r = gpunode_toolkit("install", root, bundle);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  const json b = toolkit_event(r.out);
+  CHECK(b.value("code", "") == "toolkit.missing");
+  CHECK(b["facts"]["packages"]["carried"] == "deb amd64 1.17.8-1");
+  CHECK_THAT(r.err,
+             Catch::Contains("the bundle carries deb amd64 1.17.8-1 only"));
+  CHECK(changed(host_state(root), before) == "");
+}
+
+TEST_CASE("toolkit: dpkg --root installs the bundle's debs into a Debian tree",
+          "[.][package][dpkg-chroot]") {
+  TempDir t;
+  Run cache = run_with_sim(
+      {std::string(GPUNODE_TEST_SIM) + "/../../packaging/chroot-cache.sh"});
+  if (cache.exit_code == gpunode::test::kSkipExitCode)
+    GPUNODE_SKIP("no Debian tree: " + cache.err);
+  REQUIRE(cache.exit_code == 0);
+  std::string cached = cache.out.substr(0, cache.out.find('\n'));
+  // A copy: the cache is never entered (packaging/chroot-cache.sh).
+  const std::string root = t.path() + "/root";
+  REQUIRE(run_with_sim({"cp", "-a", cached, root}).exit_code == 0);
+  const std::string bundle = t.path() + "/bundle";
+  write_toolkit_bundle(
+      bundle, make_bundle_packages(t.path() + "/deb", "deb", "1.17.8-1"));
+
+  Run r = gpunode_toolkit("install", root, bundle);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  Run q =
+      run_with_sim({"dpkg-query", "--admindir=" + root + "/var/lib/dpkg", "-W",
+                    "-f", "${Package} ${Version} ${db:Status-Abbrev}\n",
+                    "nvidia-container-toolkit", "nvidia-container-toolkit-base",
+                    "libnvidia-container-tools", "libnvidia-container1"});
+  CHECK(q.exit_code == 0);
+  CHECK_THAT(q.out, Catch::Contains("nvidia-container-toolkit 1.17.8-1 ii") &&
+                        Catch::Contains("libnvidia-container1 1.17.8-1 ii"));
+  CHECK(gpunode::test::read_text(root + "/usr/bin/nvidia-container-runtime")
+            .find("version 1.17.8") != std::string::npos);
+  CHECK(std::filesystem::exists(
+      root + "/usr/lib/x86_64-linux-gnu/libnvidia-container.so.1.17.8"));
+
+  Run again = gpunode_toolkit("install", root, bundle);
+  CHECK(again.exit_code == 0);
+  CHECK(toolkit_event(again.out).value("status", "") == "satisfied");
+}

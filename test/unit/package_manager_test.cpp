@@ -1,0 +1,114 @@
+// The package manager seam of the toolkit stage (host/package_manager.hpp):
+// which family a host tree has, the query and install argv, and how the
+// recorded answers of dpkg-query and rpm -q read.
+#include "host/package_manager.hpp"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "gpunode/system_host.hpp"
+#include "scripted_runner.hpp"
+#include "test_support.hpp"
+
+using namespace gpunode;
+using gpunode::test::ScriptedRunner;
+using gpunode::test::TempDir;
+using gpunode::test::write_text;
+
+namespace {
+
+const std::vector<std::string> kNames = {"nvidia-container-toolkit",
+                                         "libnvidia-container1"};
+
+PackageManager detect_in(const std::string& root) {
+  return detect_package_manager(*make_rooted_file_system(root));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "package manager: the family comes from its database, os-release "
+    "breaks a tie",
+    "[unit][packages]") {
+  TempDir t;
+  const std::string root = t.path();
+  CHECK(detect_in(root).family.empty());
+
+  std::filesystem::create_directories(root + "/var/lib/rpm");
+  CHECK(detect_in(root).family == "rpm");
+  CHECK(detect_in(root).db == "/var/lib/rpm");
+  std::filesystem::create_directories(root + "/usr/lib/sysimage/rpm");
+  CHECK(detect_in(root).db == "/usr/lib/sysimage/rpm");
+
+  // rpm installed on a Debian host: dpkg still manages the system.
+  write_text(root + "/var/lib/dpkg/status", "");
+  write_text(root + "/etc/os-release", "ID=ubuntu\nID_LIKE=debian\n");
+  CHECK(detect_in(root).family == "deb");
+  CHECK(detect_in(root).os_text() == "ubuntu (like debian)");
+  write_text(root + "/etc/os-release",
+             "ID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\n");
+  CHECK(detect_in(root).family == "rpm");
+}
+
+TEST_CASE("package manager: argv under --root and at /", "[unit][packages]") {
+  PackageManager deb{"deb", "/var/lib/dpkg", "", ""};
+  PackageManager rpm{"rpm", "/var/lib/rpm", "", ""};
+  const std::vector<std::string> files = {"/usb/a.deb", "/usb/b.deb"};
+  CHECK(install_argv(deb, "/", files, true) ==
+        std::vector<std::string>{"dpkg", "-i", "/usb/a.deb", "/usb/b.deb"});
+  CHECK(install_argv(deb, "/t", files, false) ==
+        std::vector<std::string>{"dpkg", "--root=/t", "-i", "/usb/a.deb",
+                                 "/usb/b.deb"});
+  CHECK(install_argv(rpm, "/t", {"/usb/a.rpm"}, true) ==
+        std::vector<std::string>{"rpm", "--root", "/t", "--dbpath",
+                                 "/var/lib/rpm", "-U", "--nomanifest",
+                                 "--oldpackage", "/usb/a.rpm"});
+  CHECK(query_argv(deb, "/t", kNames)[1] == "--admindir=/t/var/lib/dpkg");
+  CHECK(query_argv(rpm, "/", kNames)[1] == "--dbpath");
+}
+
+TEST_CASE("package manager: dpkg-query and rpm -q answers read",
+          "[unit][packages]") {
+  // dpkg-query: a removed package with its config left ("rc") is not
+  // installed; an unknown one is only named on stderr.
+  auto deb = parse_query("deb",
+                         "nvidia-container-toolkit 1.17.8-1 ii \n"
+                         "libnvidia-container1 1.16.2-1 rc \n",
+                         kNames);
+  CHECK(deb.at("nvidia-container-toolkit") ==
+        std::optional<std::string>("1.17.8-1"));
+  CHECK(deb.at("libnvidia-container1") == std::nullopt);
+  auto rpm = parse_query("rpm",
+                         "nvidia-container-toolkit 1.17.8-1\n"
+                         "package libnvidia-container1 is not installed\n",
+                         kNames);
+  CHECK(rpm.at("nvidia-container-toolkit") ==
+        std::optional<std::string>("1.17.8-1"));
+  CHECK(rpm.at("libnvidia-container1") == std::nullopt);
+}
+
+TEST_CASE(
+    "package manager: a query that did not run is blocked, one that "
+    "found nothing is an answer",
+    "[unit][packages]") {
+  PackageManager rpm{"rpm", "/var/lib/rpm", "", ""};
+  ScriptedRunner proc;
+  const auto argv = query_argv(rpm, "/", kNames);
+  std::string joined;
+  for (const auto& a : argv) joined += (joined.empty() ? "" : " ") + a;
+  proc.script(joined,
+              "package nvidia-container-toolkit is not installed\n"
+              "package libnvidia-container1 is not installed\n",
+              2);
+  auto none =
+      installed_versions(proc, rpm, "/", kNames, std::chrono::seconds(1));
+  REQUIRE(none);
+  CHECK(none->at("nvidia-container-toolkit") == std::nullopt);
+
+  ScriptedRunner missing;  // rpm not on PATH
+  auto r =
+      installed_versions(missing, rpm, "/", kNames, std::chrono::seconds(1));
+  REQUIRE_FALSE(r);
+  CHECK(r.error().exit == ExitCode::kBlocked);
+  CHECK_THAT(r.error().message, Catch::Contains("cannot ask rpm"));
+}
