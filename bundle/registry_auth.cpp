@@ -20,6 +20,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kHub = "docker.io";
+constexpr std::size_t kMaxAuthFileBytes = 1024 * 1024;
 
 Error bad_file(const std::string& path, const std::string& why) {
   return Error{ExitCode::kUsage, "registry",
@@ -212,8 +213,11 @@ Result<std::vector<AuthFile>> load_auth_files(const std::string& explicit_path,
   }
   std::vector<AuthFile> out;
   for (const auto& p : paths) {
+    // Docker's config.json holds more than credentials (proxies, plugins,
+    // one entry per registry ever logged in to): a larger cap than a key's.
     auto text = read_key_file(
-        p, explicit_path.empty() ? "registry auth file" : "--registry-auth");
+        p, explicit_path.empty() ? "registry auth file" : "--registry-auth",
+        kMaxAuthFileBytes, "a registry auth file");
     if (!text) return text.error();
     auto file = parse_auth_file(p, *text);
     wipe(*text);

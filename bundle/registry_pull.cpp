@@ -658,6 +658,21 @@ Result<ParsedRef> parse_image_ref(const std::string& ref) {
                  "nvcr.io/nvidia/k8s-device-plugin:v0.19.3"};
   };
   if (ref.empty()) return bad("empty");
+  // USER:PASSWORD@HOST/...: curl would send it as Basic auth, and every
+  // message, progress line and the process list would show the password.
+  // The ref is not echoed here, and nothing has printed it yet.
+  // A digest's '@' comes after the last '/'; one before it is userinfo
+  // (the password may hold '/' and '@' too, so the last such '@' ends it).
+  if (const auto last_slash = ref.rfind('/');
+      last_slash != std::string::npos && ref.find('@') < last_slash) {
+    return Error{ExitCode::kUsage, kLayer,
+                 "--pull ...@" + ref.substr(ref.rfind('@', last_slash) + 1) +
+                     ": the reference holds credentials before its registry "
+                     "(USER:PASSWORD@HOST), which gpunode neither sends nor "
+                     "prints",
+                 "put them in a registry auth file (podman login --authfile "
+                 "FILE HOST) and pass --registry-auth FILE"};
+  }
   for (char c : ref)
     if (c <= ' ' || c == '\\' || c == '?' || c == '#' || c == '%' ||
         static_cast<unsigned char>(c) >= 0x7f)

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,16 +11,12 @@
 #include "gpunode/unique_fd.hpp"
 
 namespace gpunode::bundle {
-namespace {
-
-constexpr std::size_t kMaxKeyBytes = 64 * 1024;
-
-}  // namespace
-
 // Reads a key file named on the command line (not under --root: the operator
 // named it directly), capped, without following a final link.
 Result<std::string> read_key_file(const std::string& path,
-                                  const std::string& flag) {
+                                  const std::string& flag,
+                                  std::size_t max_bytes,
+                                  const std::string& what) {
   // O_NONBLOCK: opening a FIFO blocks until a writer comes; it is refused
   // below with every other non-regular file.
   const UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
@@ -32,21 +29,30 @@ Result<std::string> read_key_file(const std::string& path,
     return usage_error(flag + ": '" + path + "' is not a regular file");
   }
   std::string data;
+  // The whole cap at once: a string that grew would leave the bytes it
+  // moved behind, unwiped.
+  data.reserve(max_bytes);
   char buf[4096];
   while (true) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int e = errno;
+      OPENSSL_cleanse(data.data(), data.size());
       return usage_error(flag + ": cannot read '" + path +
                          "': " + std::strerror(e));
     }
     if (n == 0) break;
-    data.append(buf, static_cast<std::size_t>(n));
-    if (data.size() > kMaxKeyBytes) {
-      return usage_error(flag + ": '" + path + "' is too large for a key");
+    if (data.size() + static_cast<std::size_t>(n) > max_bytes) {
+      OPENSSL_cleanse(data.data(), data.size());
+      OPENSSL_cleanse(buf, sizeof buf);
+      return usage_error(flag + ": '" + path + "' is too large for " + what +
+                         " (more than " + std::to_string(max_bytes) +
+                         " bytes)");
     }
+    data.append(buf, static_cast<std::size_t>(n));
   }
+  OPENSSL_cleanse(buf, sizeof buf);
   return data;
 }
 

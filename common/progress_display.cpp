@@ -27,6 +27,8 @@ constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 // enough that one slow read does not swing the ETA, short enough that a
 // stick slowing down shows within seconds.
 constexpr double kRateSeconds = 3.0;
+// The bar's gauge, in columns between its brackets.
+constexpr std::size_t kGauge = 20;
 
 std::string mib(std::uint64_t bytes) {
   char buf[32];
@@ -81,6 +83,14 @@ std::string shorten(const std::string& s, std::size_t width) {
     if ((static_cast<unsigned char>(s[start]) & 0xC0) != 0x80) --keep;
   }
   return "..." + s.substr(start);
+}
+
+// "[########------------]": `done` of `total` as `inner` columns of '#'.
+std::string gauge(std::uint64_t done, std::uint64_t total, std::size_t inner) {
+  const std::size_t filled = static_cast<std::size_t>(
+      std::min<long double>(inner, (long double)done * inner / total));
+  return "[" + std::string(filled, '#') + std::string(inner - filled, '-') +
+         "]";
 }
 
 std::string pad(std::string line, std::size_t width) {
@@ -232,6 +242,18 @@ class Display final : public Progress {
     // last column makes some terminals wrap, and '\r' then redraws only
     // the wrapped part.
     const std::size_t usable = width_ - 1;
+    if (st == "running" && total_ > 0) {
+      // A gauge only where it fits beside the whole subject and the widest
+      // numbers this task can show, so it neither comes and goes between
+      // frames nor shortens the path: on a narrow terminal the words
+      // matter more than the picture.
+      const std::size_t widest_stats =
+          columns("  1023.9 MiB / " + mib(total_) + "  100%  " +
+                  rate_text(9999.9 * (1 << 20)) + "  88 min left");
+      if (columns(tag) + columns(safe_subject_) + widest_stats + kGauge + 4 <=
+          usable)
+        stats = "  " + gauge(done, total_, kGauge) + stats;
+    }
     const std::size_t fixed = columns(tag) + columns(stats);
     const std::string subject =
         fixed < usable ? shorten(safe_subject_, usable - fixed) : "";

@@ -1,5 +1,7 @@
 #include "gpunode/text.hpp"
 
+#include <cstdio>
+
 namespace gpunode {
 
 std::string_view trim_space(std::string_view s) {
@@ -19,6 +21,20 @@ std::string join(const std::vector<std::string>& items,
     out += items[i];
   }
   return out;
+}
+
+std::string human_bytes(std::uint64_t b) {
+  char buf[32];
+  if (b >= (1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
+  else if (b >= (1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1ull << 20));
+  else if (b >= (1ull << 10))
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / double(1ull << 10));
+  else
+    std::snprintf(buf, sizeof buf, "%llu bytes",
+                  static_cast<unsigned long long>(b));
+  return buf;
 }
 
 }  // namespace gpunode

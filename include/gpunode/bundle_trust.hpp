@@ -4,6 +4,7 @@
 // no trusted key and no explicit --insecure-skip-signature is a refusal.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -13,11 +14,17 @@
 namespace gpunode::bundle {
 
 inline constexpr const char* kTrustedKeysDir = "/etc/gpunode/trusted-keys";
+// An Ed25519 key file in PEM is a few hundred bytes.
+inline constexpr std::size_t kMaxKeyBytes = 64 * 1024;
 
 // A key file named on the command line (a real path, not under --root),
-// capped in size; errors are usage errors naming `flag`.
+// capped at `max_bytes` (a larger file is "too large for `what`"); errors
+// are usage errors naming `flag`. What was read of a file refused is wiped:
+// it may hold secrets (a registry auth file is read this way too).
 Result<std::string> read_key_file(const std::string& path,
-                                  const std::string& flag);
+                                  const std::string& flag,
+                                  std::size_t max_bytes = kMaxKeyBytes,
+                                  const std::string& what = "a key");
 
 // Reads the keys (the named files are real paths; the directory is a host
 // path under `fs`'s root) and builds the verification options. Errors:

@@ -2,6 +2,7 @@
 // joining, so a message list reads the same wherever it is made.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,5 +15,8 @@ std::string_view trim_space(std::string_view s);
 // The items with `separator` between them: {"a", "b"} -> "a, b".
 std::string join(const std::vector<std::string>& items,
                  std::string_view separator = ", ");
+
+// A size for people: "512 bytes", "26.4 KiB", "154.7 MiB", "1.25 GiB".
+std::string human_bytes(std::uint64_t bytes);
 
 }  // namespace gpunode

@@ -33,8 +33,6 @@ namespace gpunode {
 
 namespace {
 
-constexpr std::size_t kMaxKeyBytes = 64 * 1024;
-
 // Creates a new file; refuses to replace one (O_EXCL), so keygen can never
 // overwrite a key that signed bundles already in the field.
 Result<void> write_new_file(const std::string& path, const std::string& data,
@@ -65,18 +63,6 @@ Result<void> write_new_file(const std::string& path, const std::string& data,
   return {};
 }
 
-std::string human_bytes(std::uint64_t b) {
-  char buf[32];
-  if (b >= (1ull << 30))
-    std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
-  else if (b >= (1ull << 20))
-    std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1ull << 20));
-  else
-    std::snprintf(buf, sizeof buf, "%llu bytes",
-                  static_cast<unsigned long long>(b));
-  return buf;
-}
-
 // "4 toolkit packages (deb amd64 1.17.8-1), ": each set the bundle carries,
 // or "" for none (bundle.toml's [[packages]], sorted by family and arch).
 std::string package_summary(const std::vector<bundle::PackageEntry>& packages) {
@@ -91,6 +77,22 @@ std::string package_summary(const std::vector<bundle::PackageEntry>& packages) {
   }
   return std::to_string(packages.size()) + " toolkit packages (" + join(sets) +
          "), ";
+}
+
+// "6 files, 714.7 MiB, 1 image, 4 toolkit packages (deb amd64 1.17.8-1), ":
+// what create wrote and verify checked, in the same words.
+std::uint64_t total_bytes(const bundle::Manifest& manifest) {
+  std::uint64_t total = 0;
+  for (const auto& file : manifest.files) total += file.size;
+  return total;
+}
+
+std::string contents_summary(const bundle::Manifest& manifest) {
+  const std::size_t images = manifest.images.size();
+  return std::to_string(manifest.files.size()) + " files, " +
+         human_bytes(total_bytes(manifest)) + ", " + std::to_string(images) +
+         (images == 1 ? " image, " : " images, ") +
+         package_summary(manifest.packages);
 }
 
 struct VerifyFlags {
@@ -141,8 +143,6 @@ int run_verify(const VerifyFlags& f, const std::set<std::string>& given,
   if (!result) return fail(result.error());
 
   const bundle::VerifyReport& r = *result;
-  std::uint64_t total = 0;
-  for (const auto& file : r.manifest.files) total += file.size;
   const double gbps = seconds > 0 ? r.bytes_hashed / seconds / 1e9 : 0;
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.2f GB/s", gbps);
@@ -151,9 +151,7 @@ int run_verify(const VerifyFlags& f, const std::set<std::string>& given,
           ? "signed by " + r.key_fingerprint
           : "signature NOT checked (--insecure-skip-signature)";
   const std::string summary =
-      std::to_string(r.manifest.files.size()) + " files, " +
-      human_bytes(total) + ", " + std::to_string(r.manifest.images.size()) +
-      " images, " + package_summary(r.manifest.packages) + signer + ", " + rate;
+      contents_summary(r.manifest) + signer + ", " + rate;
   if (f.json) {
     nlohmann::json packages = nlohmann::json::array();
     for (const auto& p : r.manifest.packages)
@@ -169,7 +167,7 @@ int run_verify(const VerifyFlags& f, const std::set<std::string>& given,
                              {"exit_code", 0},
                              {"status", "ok"},
                              {"files", r.manifest.files.size()},
-                             {"bytes", total},
+                             {"bytes", total_bytes(r.manifest)},
                              {"bytes_hashed", r.bytes_hashed},
                              {"images", r.manifest.images.size()},
                              {"packages", packages},
@@ -288,7 +286,9 @@ void register_create(CLI::App* bundle, CommandIo& io) {
                   "empty)")
       ->required();
   cmd->add_option("--image-archive", f->image_archives,
-                  "An OCI-layout or docker-archive tar; repeatable");
+                  "An OCI-layout or docker-archive tar of a locked image (the "
+                  "device plugin, or the CUDA sample for install --smoke); "
+                  "repeatable");
   cmd->add_option("--sign-key", f->sign_key,
                   "Ed25519 private key (from 'gpunode bundle keygen')");
   cmd->add_option("--created", f->created,
@@ -407,12 +407,8 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     options.collection_files = self->collection_files;
     auto result = bundle::create_bundle(options);
     if (!result) return fail(result.error());
-    std::uint64_t total = 0;
-    for (const auto& file : result->manifest.files) total += file.size;
     io.err << "bundle create: wrote " << terminal_safe(result->out) << " - "
-           << result->manifest.files.size() << " files, " << human_bytes(total)
-           << ", " << result->manifest.images.size() << " images, "
-           << terminal_safe(package_summary(result->manifest.packages))
+           << terminal_safe(contents_summary(result->manifest))
            << (result->signed_ ? "signed" : "NOT signed") << '\n';
     io.exit_code = 0;
   });

@@ -192,7 +192,8 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
                   "\"Test PASSED\" in its log");
     cmd->add_option(
         "--smoke-image", v.smoke_image,
-        "Image for --smoke, already in k3s's containerd (default: " +
+        "Image for --smoke: in k3s's containerd already, or imported from "
+        "the bundle when it carries it (default: " +
             locked_cuda_sample_image().ref + ")");
   }
   if (set == FlagSet::kInstall) {

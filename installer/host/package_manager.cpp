@@ -2,6 +2,7 @@
 
 #include <sys/utsname.h>
 
+#include <set>
 #include <sstream>
 
 namespace gpunode {
@@ -138,17 +139,43 @@ InstalledVersions parse_query(const std::string& family, const std::string& out,
   return found;
 }
 
+namespace {
+
+// rpm -q answers for every name on stdout: "NAME VERSION-RELEASE" or
+// "package NAME is not installed" (rpm(8)). A run that did not (a database
+// it could not open says so on stderr, and exits 1 all the same) gave no
+// answer, whatever its exit code.
+bool rpm_named_all(const std::string& out,
+                   const std::vector<std::string>& names) {
+  std::set<std::string> named;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string first, second;
+    words >> first >> second;
+    named.insert(first == "package" ? second : first);
+  }
+  for (const auto& n : names)
+    if (!named.count(n)) return false;
+  return true;
+}
+
+}  // namespace
+
 Result<InstalledVersions> installed_versions(
     ProcessRunner& proc, const PackageManager& pm, const std::string& root,
     const std::vector<std::string>& names, std::chrono::milliseconds timeout) {
   const auto argv = query_argv(pm, root, names);
   const ProcessResult r = proc.run(argv, timeout);
-  // Exit 1: some name is not installed (dpkg-query(1), EXIT STATUS; rpm -q
-  // counts the names it did not find).
+  // dpkg-query exits 1 when some name is not installed and 2 on a fatal
+  // error, an unreadable database say (dpkg-query(1), EXIT STATUS); rpm -q
+  // exits with the count of names it did not find (rpm(8)), so only its
+  // larger codes are failures.
+  const int most = pm.family == "deb" ? 1 : static_cast<int>(names.size());
   const bool answered =
       !r.not_found && !r.timed_out && !r.interrupted && r.spawn_error.empty() &&
-      r.exit_code >= 0 &&
-      (r.exit_code == 0 || r.exit_code <= static_cast<int>(names.size()));
+      r.exit_code >= 0 && r.exit_code <= most &&
+      (pm.family != "rpm" || r.exit_code == 0 || rpm_named_all(r.out, names));
   if (!answered) {
     return Error{ExitCode::kBlocked, "toolkit",
                  "cannot ask " + argv[0] +

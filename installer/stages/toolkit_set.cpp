@@ -64,23 +64,25 @@ std::string ToolkitSet::installed_text() const {
   return versions.empty() ? "none" : join(versions);
 }
 
-std::vector<std::string> ToolkitSet::files_to_install() const {
-  std::vector<std::string> files;
+std::vector<std::size_t> ToolkitSet::to_install() const {
+  std::vector<std::size_t> wanted;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     auto it = installed.find(entries[i].name);
     if (it == installed.end() || it->second != entries[i].version)
-      files.push_back(paths[i]);
+      wanted.push_back(i);
   }
+  return wanted;
+}
+
+std::vector<std::string> ToolkitSet::files_to_install() const {
+  std::vector<std::string> files;
+  for (const std::size_t i : to_install()) files.push_back(paths[i]);
   return files;
 }
 
 std::uint64_t ToolkitSet::bytes_to_install() const {
   std::uint64_t bytes = 0;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    auto it = installed.find(entries[i].name);
-    if (it == installed.end() || it->second != entries[i].version)
-      bytes += sizes[i];
-  }
+  for (const std::size_t i : to_install()) bytes += sizes[i];
   return bytes;
 }
 
@@ -97,7 +99,12 @@ nlohmann::json ToolkitSet::facts() const {
       {"carried", carried},
       {"installed", installed_json},
       {"files", files_to_install()},
-      {"bytes", bytes_to_install()}};
+      {"bytes", bytes_to_install()},
+      {"machine", machine},
+      {"os_id", pm.os_id},
+      {"os_like", pm.os_like},
+      {"query_error",
+       query_error ? nlohmann::json(query_error->message) : nullptr}};
 }
 
 Result<std::optional<ToolkitSet>> find_toolkit_set(Context& ctx) {
@@ -137,8 +144,10 @@ Result<std::optional<ToolkitSet>> find_toolkit_set(Context& ctx) {
   auto installed = installed_versions(ctx.host.proc(), set.pm, ctx.opts.root,
                                       toolkit_names(),
                                       std::min(kQueryTimeout, ctx.time_left()));
-  if (!installed) return installed.error();
-  set.installed = std::move(*installed);
+  if (installed)
+    set.installed = std::move(*installed);
+  else
+    set.query_error = installed.error();
   return std::optional<ToolkitSet>(std::move(set));
 }
 

@@ -29,6 +29,9 @@ struct ToolkitSet {
   // 1.17.8-1", or "no toolkit packages".
   std::string carried;
   InstalledVersions installed;  // of the four names; queried only with a set
+  // The package manager could not say what is installed (installed is then
+  // empty): a block only where an install would follow.
+  std::optional<Error> query_error;
 
   bool complete() const { return !entries.empty(); }
   // Every package installed at the set's version.
@@ -37,16 +40,17 @@ struct ToolkitSet {
   bool other_version() const;
   // "1.16.2-1" or "1.16.2-1, 1.17.8-1": the versions installed now.
   std::string installed_text() const;
-  // The files not installed at the set's version: what one transaction
+  // The entries not installed at the set's version: what one transaction
   // installs (rpm -U refuses a package already installed at its version).
-  std::vector<std::string> files_to_install() const;
+  std::vector<std::size_t> to_install() const;
+  std::vector<std::string> files_to_install() const;  // paths of to_install()
   std::uint64_t bytes_to_install() const;
   // The "packages" facts (docs/json-events.md, toolkit).
   nlohmann::json facts() const;
 };
 
-// nullopt without --bundle. Errors: the bundle's own (it did not verify),
-// and a package query that did not run.
+// nullopt without --bundle. Errors: the bundle's own (it did not verify);
+// a package query that did not run is the set's query_error.
 Result<std::optional<ToolkitSet>> find_toolkit_set(Context& ctx);
 
 }  // namespace gpunode

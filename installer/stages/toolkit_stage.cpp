@@ -12,6 +12,7 @@
 #include "gpunode/terminal_text.hpp"
 #include "gpunode/text.hpp"
 #include "gpunode/toolkit_packages.hpp"
+#include "stages/package_copies.hpp"
 #include "stages/stages.hpp"
 #include "stages/toolkit_set.hpp"
 
@@ -83,18 +84,13 @@ std::string names_text() {
   return join({kToolkitPackageNames.begin(), kToolkitPackageNames.end()});
 }
 
-std::string mib(std::uint64_t bytes) {
-  return std::to_string((bytes + 1024 * 1024 - 1) / (1024 * 1024)) + " MiB";
-}
-
 // needed: install (or, with --upgrade-toolkit, change to) the bundle's set.
 Check install_check(const ToolkitSet& set, bool upgrade,
                     const RuntimeSearch& search) {
   const std::string what =
       names_text() + " " + set.version + " (" + set.pm.family + " " + set.arch +
       ", " + std::to_string(set.files_to_install().size()) + " file(s), " +
-      std::to_string(set.bytes_to_install()) + " bytes, about " +
-      mib(set.bytes_to_install()) + ") from the bundle";
+      human_bytes(set.bytes_to_install()) + ") from the bundle";
   Check c =
       upgrade
           ? needed("toolkit.upgrade",
@@ -156,6 +152,15 @@ class ToolkitStage : public Stage {
     }
     const std::optional<ToolkitSet>& set = *found_set;
     const bool carried = set && set->complete();
+    // The package manager did not answer: that blocks only an install; a
+    // runtime in place is judged without it, with a warning.
+    if (carried && set->query_error && !path) {
+      const Error& e = *set->query_error;
+      Check c = blocked("toolkit.packages", e.message, e.fix, e.exit);
+      c.facts = search_facts(search);
+      c.facts["packages"] = set->facts();
+      return c;
+    }
     if (carried && (path ? set->other_version() && ctx.opts.upgrade_toolkit
                          : !set->current())) {
       if (!set->other_version() || ctx.opts.upgrade_toolkit)
@@ -234,6 +239,11 @@ class ToolkitStage : public Stage {
                           set_words(*set) + ")");
     else if (carried && set->other_version())
       c.warnings.push_back(other_version_text(*set));
+    else if (carried && set->query_error)
+      c.warnings.push_back(
+          "cannot tell whether the toolkit packages are the "
+          "bundle's (" +
+          set_words(*set) + "): " + set->query_error->message);
     for (const auto& f : search.found)
       c.details.push_back(f.handler + " -> " + f.path);
     if (shadowed) {
@@ -267,7 +277,17 @@ class ToolkitStage : public Stage {
                    "run install again"};
     }
     const ToolkitSet& set = **found_set;
-    const auto files = set.files_to_install();
+    if (set.query_error) return *set.query_error;
+    // The package manager reads private copies, each held to bundle.toml's
+    // hash as it was copied (stages/package_copies.hpp), never the stick.
+    std::vector<PackageToCopy> wanted;
+    for (const std::size_t i : set.to_install())
+      wanted.push_back(
+          {set.paths[i], set.entries[i].file, set.entries[i].sha256});
+    auto copies =
+        PackageCopies::make(ctx.host.fs().resolve(ctx.opts.state_dir), wanted);
+    if (!copies) return copies.error();
+    const auto& files = copies->paths();
     // With --upgrade-toolkit the operator asked for the bundle's version,
     // older or newer; rpm -U refuses an older one without --oldpackage
     // (rpm(8)), dpkg -i installs it with a warning (dpkg(1)).

@@ -84,7 +84,7 @@ TEST_CASE("bundle create then verify, a flipped byte is exit 4",
   INFO(ok.err);
   REQUIRE(ok.exit_code == 0);
   CHECK_THAT(ok.err, Catch::Contains("bundle verify: ok"));
-  CHECK_THAT(ok.err, Catch::Contains("1 images"));
+  CHECK_THAT(ok.err, Catch::Contains("1 image,"));
   CHECK_THAT(ok.err, Catch::Contains("GB/s"));
   // The result is the last line (progress events come before it).
   auto j = nlohmann::json::parse(gpunode::test::last_line(ok.out));

@@ -2,6 +2,8 @@
 // documented for the node's stages appears in a real run's --json, and every
 // one a run emits is documented, so the schema's document cannot drift.
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -14,6 +16,7 @@
 #include "sim_cluster.hpp"
 #include "sim_gpu_node.hpp"
 #include "test_support.hpp"
+#include "toolkit_bundle.hpp"
 
 using namespace gpunode::test;
 using json = nlohmann::json;
@@ -179,6 +182,37 @@ TEST_CASE("json-events.md documents the facts a real status run emits",
                 {"GPUNODE_STUB_NVML_FABRIC", "completed"},
                 {"GPUNODE_SIM_KERNEL_LOG", derived + "dmesg-xid-94-95.txt"}},
                true);
+
+  // The toolkit's package facts (null without --bundle): a plan over a node
+  // without the toolkit whose bundle carries NVIDIA's rpm set, then the
+  // same with an rpm that cannot read its database (query_error).
+  {
+    TempDir t;
+    const std::string root = t.path() + "/node";
+    const std::string bundle = t.path() + "/bundle";
+    make_host_tree(root, "no-toolkit");
+    REQUIRE(run_with_sim(
+                {"rpm", "--root", root, "--dbpath", "/var/lib/rpm", "--initdb"})
+                .exit_code == 0);
+    write_toolkit_bundle(
+        bundle, make_bundle_packages(t.path() + "/rpm", "rpm", "1.17.8-1"));
+    const std::vector<std::string> plan{
+        "plan",     "--root",  root,
+        "--bundle", bundle,    "--insecure-skip-signature",
+        "--only",   "toolkit", "--json"};
+    Run r = run_gpunode(plan);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    collect(r, e);
+    std::filesystem::create_directories(t.path() + "/rpm-bin");
+    write_text(t.path() + "/rpm-bin/rpm", "#!/bin/sh\nexit 1\n", 0755);
+    Run broken =
+        run_gpunode(plan, {"PATH=" + t.path() + "/rpm-bin:" + GPUNODE_TEST_SIM +
+                           "/bin:" + std::getenv("PATH")});
+    INFO(broken.err);
+    REQUIRE(broken.exit_code == 1);
+    collect(broken, e);
+  }
 
   // And what the real H200 emitted (test/fixtures/gpu/README.md): every
   // field of it must be documented.

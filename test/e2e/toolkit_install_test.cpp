@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gpunode/digest.hpp"
+#include "gpunode/text.hpp"
 #include "test_support.hpp"
 #include "toolkit_bundle.hpp"
 
@@ -142,11 +143,17 @@ TEST_CASE(
   CHECK(p["facts"]["packages"]["installed"]["nvidia-container-toolkit"] ==
         nullptr);
   CHECK(p["facts"]["packages"]["files"].size() == 4);
+  CHECK(p["facts"]["packages"]["machine"] == "x86_64");
+  CHECK(p["facts"]["packages"]["query_error"] == nullptr);
   CHECK(p["facts"]["packages"]["bytes"].get<std::uint64_t>() > 0);
+  // The human line states the same size as the facts, in KiB.
+  const std::string size = gpunode::human_bytes(
+      p["facts"]["packages"]["bytes"].get<std::uint64_t>());
+  CHECK_THAT(size, Catch::EndsWith(" KiB"));
   CHECK_THAT(plan.err,
              Catch::Contains("would") &&
                  Catch::Contains("install nvidia-container-toolkit, ") &&
-                 Catch::Contains(" bytes, about 1 MiB)"));
+                 Catch::Contains("4 file(s), " + size + ") from the bundle"));
   CHECK(changed(host_state(root), before) == "");
 
   Run r = gpunode_toolkit("install", root, bundle);
@@ -154,6 +161,11 @@ TEST_CASE(
   CHECK(r.exit_code == 0);
   CHECK(rpm_installed(root) == all_at("1.17.8-1"));
   CHECK(std::filesystem::exists(root + "/usr/bin/nvidia-container-runtime"));
+  // rpm read private copies in the state dir, which are gone afterwards.
+  for (const auto& e :
+       std::filesystem::directory_iterator(root + "/var/lib/gpunode"))
+    CHECK(e.path().filename().string().rfind("toolkit-packages.", 0) ==
+          std::string::npos);
 
   Run again = gpunode_toolkit("install", root, bundle);
   INFO(again.err);
@@ -324,4 +336,52 @@ TEST_CASE("toolkit: dpkg --root installs the bundle's debs into a Debian tree",
   Run again = gpunode_toolkit("install", root, bundle);
   CHECK(again.exit_code == 0);
   CHECK(toolkit_event(again.out).value("status", "") == "satisfied");
+}
+
+TEST_CASE(
+    "toolkit: an rpm that cannot read its database blocks an install, and is "
+    "a warning where the runtime is in place",
+    "[e2e][toolkit][packages]") {
+  RpmNode node;
+  const std::string& root = node.root;
+  const std::string& bundle = node.bundle;
+  const auto set = node.packages("rpm", "1.17.8-1");
+  write_toolkit_bundle(bundle, set);
+  // rpm exits 1 for a database it cannot open, as for a name not
+  // installed; only its silence on stdout tells the two apart.
+  const std::string fake = node.t.path() + "/fake-bin";
+  std::filesystem::create_directories(fake);
+  gpunode::test::write_text(
+      fake + "/rpm",
+      "#!/bin/sh\necho 'error: cannot open Packages database in "
+      "/var/lib/rpm' >&2\nexit 1\n");
+  std::filesystem::permissions(fake + "/rpm",
+                               std::filesystem::perms::owner_all);
+  const std::vector<std::string> env{"PATH=" + fake + ":" + GPUNODE_TEST_SIM +
+                                     "/bin:" + std::getenv("PATH")};
+  const std::vector<std::string> args{
+      "install",  "--root",  root,
+      "--bundle", bundle,    "--insecure-skip-signature",
+      "--only",   "toolkit", "--json"};
+
+  const auto before = host_state(root);
+  Run blocked = gpunode::test::run_gpunode(args, env);
+  INFO(blocked.err);
+  CHECK(blocked.exit_code == 1);
+  const json b = toolkit_event(blocked.out);
+  CHECK(b.value("code", "") == "toolkit.packages");
+  CHECK_THAT(b["facts"]["packages"]["query_error"].get<std::string>(),
+             Catch::Contains("cannot ask rpm"));
+  CHECK_THAT(blocked.err, Catch::Contains("cannot ask rpm which toolkit "
+                                          "packages are installed"));
+  CHECK(changed(host_state(root), before) == "");
+
+  rpm_install(root, set);  // the real rpm: the runtime is in place
+  Run warned = gpunode::test::run_gpunode(args, env);
+  INFO(warned.err);
+  CHECK(warned.exit_code == 0);
+  const json w = toolkit_event(warned.out);
+  CHECK(w.value("status", "") == "satisfied");
+  CHECK_THAT(w.dump(), Catch::Contains("cannot tell whether the toolkit "
+                                       "packages are the bundle's"));
 }

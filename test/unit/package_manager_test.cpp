@@ -105,10 +105,56 @@ TEST_CASE(
   REQUIRE(none);
   CHECK(none->at("nvidia-container-toolkit") == std::nullopt);
 
+  // A database rpm cannot open: exit 1, as for one name not installed, but
+  // no name answered on stdout.
+  ScriptedRunner broken;
+  ProcessResult no_db;
+  no_db.exit_code = 1;
+  no_db.err =
+      "error: cannot open Packages database in /var/lib/rpm\n"
+      "error: cannot open Packages database in /var/lib/rpm\n";
+  broken.script(joined, no_db);
+  auto unanswered =
+      installed_versions(broken, rpm, "/", kNames, std::chrono::seconds(1));
+  REQUIRE_FALSE(unanswered);
+  CHECK(unanswered.error().exit == ExitCode::kBlocked);
+  CHECK_THAT(unanswered.error().message, Catch::Contains("cannot ask rpm"));
+
   ScriptedRunner missing;  // rpm not on PATH
   auto r =
       installed_versions(missing, rpm, "/", kNames, std::chrono::seconds(1));
   REQUIRE_FALSE(r);
   CHECK(r.error().exit == ExitCode::kBlocked);
   CHECK_THAT(r.error().message, Catch::Contains("cannot ask rpm"));
+}
+
+TEST_CASE(
+    "package manager: dpkg-query's exit 2 is a failure (an unreadable "
+    "database), not four packages missing",
+    "[unit][packages]") {
+  PackageManager deb{"deb", "/var/lib/dpkg", "debian", ""};
+  const auto argv = query_argv(deb, "/", kNames);
+  std::string joined;
+  for (const auto& a : argv) joined += (joined.empty() ? "" : " ") + a;
+  ScriptedRunner unreadable;
+  ProcessResult failed;
+  failed.exit_code = 2;
+  failed.err =
+      "dpkg-query: error: cannot open package info file "
+      "'/var/lib/dpkg/status' for reading: Permission denied\n";
+  unreadable.script(joined, failed);
+  auto r =
+      installed_versions(unreadable, deb, "/", kNames, std::chrono::seconds(1));
+  REQUIRE_FALSE(r);
+  CHECK(r.error().exit == ExitCode::kBlocked);
+  CHECK_THAT(r.error().message, Catch::Contains("cannot ask dpkg-query"));
+  // Exit 1 with some names unknown is an answer.
+  ScriptedRunner some;
+  some.script(joined, "nvidia-container-toolkit 1.17.8-1 ii \n", 1);
+  auto found =
+      installed_versions(some, deb, "/", kNames, std::chrono::seconds(1));
+  REQUIRE(found);
+  CHECK(found->at("nvidia-container-toolkit") ==
+        std::optional<std::string>("1.17.8-1"));
+  CHECK(found->at("libnvidia-container1") == std::nullopt);
 }

@@ -116,6 +116,50 @@ TEST_CASE("progress bar: at most ten redraws a second", "[progress]") {
   CHECK(frames(out.str()).size() == 11);
 }
 
+TEST_CASE("progress bar: a gauge where the width has room for it",
+          "[progress]") {
+  FakeClock clock;
+  std::ostringstream out;
+  auto p = display(out, clock, ProgressStyle::kBar, 120);
+  p->start("import", "/media/usb/b", 100 * kMiB);
+  clock.at_ms(1000);
+  p->add(45 * kMiB);
+  clock.at_ms(2000);
+  p->add(55 * kMiB);
+  p->finish(true);
+  const auto f = frames(out.str());
+  REQUIRE(f.size() == 4);
+  // 20 columns: 45% is 9 of them; the whole subject stays.
+  CHECK(f[0] == padded("[import] /media/usb/b  [--------------------]  "
+                       "0.0 MiB / 100.0 MiB  0%  0.0 MiB/s",
+                       119));
+  CHECK(f[1] == padded("[import] /media/usb/b  [#########-----------]  "
+                       "45.0 MiB / 100.0 MiB  45%  45.0 MiB/s  2 s left",
+                       119));
+  // 55 MiB in the next second, smoothed over ~3 s: 45 + (55 - 45) *
+  // (1 - e^(-1/3)) = 47.8 MiB/s.
+  CHECK(f[2] == padded("[import] /media/usb/b  [####################]  "
+                       "100.0 MiB / 100.0 MiB  100%  47.8 MiB/s  0 s left",
+                       119));
+  // The last frame says what happened, in words.
+  CHECK(f[3] == padded("[import] /media/usb/b: done, 100.0 MiB in 2.0 s, "
+                       "50.0 MiB/s",
+                       119) +
+                    "\n");
+  // One column fewer than the widest numbers need: no gauge from the start,
+  // so it never comes and goes between frames.
+  std::ostringstream narrow;
+  auto q = display(narrow, clock, ProgressStyle::kBar, 102);
+  q->start("import", "/media/usb/b", 100 * kMiB);
+  const auto g = frames(narrow.str());
+  REQUIRE(g.size() == 1);
+  CHECK(g[0].find('[', 1) == std::string::npos);
+  std::ostringstream just;
+  auto r = display(just, clock, ProgressStyle::kBar, 103);
+  r->start("import", "/media/usb/b", 100 * kMiB);
+  CHECK(frames(just.str()).at(0).find("[----") != std::string::npos);
+}
+
 TEST_CASE("progress bar: a long subject is shortened to fit the width",
           "[progress]") {
   FakeClock clock;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -306,6 +307,38 @@ TEST_CASE("load_auth_files reads the defaults that exist and the named file",
   files = bundle::load_auth_files("", env_of({{"HOME", t.path() + "/none"}}));
   REQUIRE(files);
   CHECK(files->empty());
+}
+
+TEST_CASE(
+    "a Docker config.json of many logins (over a key's 64 KiB) is read; one "
+    "over 1 MiB is refused by name, as an auth file",
+    "[unit][registry-auth]") {
+  TempDir t;
+  const auto env = env_of({{"HOME", t.path()}});
+  auto config = [](std::size_t registries) {
+    std::string text = "{\"auths\": {";
+    for (std::size_t i = 0; i < registries; ++i)
+      text += "\"r" + std::to_string(i) + ".example.com\": {\"auth\": \"" +
+              auth("user" + std::to_string(i) + ":p") + "\"}, ";
+    return text + "\"r.io\": {\"auth\": \"" + auth("last:p") + "\"}}}";
+  };
+  const std::string many = t.path() + "/many.json";
+  write_text(many, config(2000), 0600);
+  REQUIRE(std::filesystem::file_size(many) > 64 * 1024);
+  auto files = bundle::load_auth_files(many, env);
+  REQUIRE(files);
+  CHECK(user_for(*files, "r.io/a/b:1") == "last");
+
+  const std::string huge = t.path() + "/huge.json";
+  write_text(huge, config(30000), 0600);
+  REQUIRE(std::filesystem::file_size(huge) > 1024 * 1024);
+  auto refused = bundle::load_auth_files(huge, env);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().exit == gpunode::ExitCode::kUsage);
+  CHECK_THAT(refused.error().message,
+             Catch::Contains("--registry-auth: '" + huge +
+                             "' is too large for a registry auth file"));
+  CHECK(refused.error().message.find("user1") == std::string::npos);
 }
 
 TEST_CASE(

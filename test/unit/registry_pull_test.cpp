@@ -226,6 +226,27 @@ TEST_CASE("image refs are parsed like docker does", "[registry]") {
 }
 
 TEST_CASE(
+    "a ref with USER:PASSWORD@ before its registry is refused without "
+    "repeating the password",
+    "[registry]") {
+  for (const std::string ref :
+       {"alice:s3cret@harbor.example.com/nvidia/k8s-device-plugin:v0.19.3",
+        "alice:pa/ss@word@harbor.example.com/nvidia/k8s-device-plugin:v1",
+        "$oauthtoken:KEY%23@nvcr.io/nvidia/k8s-device-plugin:v0.19.3"}) {
+    INFO(ref);
+    auto r = parse_image_ref(ref);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().exit == gpunode::ExitCode::kUsage);
+    CHECK_THAT(r.error().message, Catch::Contains("holds credentials"));
+    CHECK_THAT(r.error().fix, Catch::Contains("--registry-auth FILE"));
+    for (const char* secret : {"s3cret", "pa/ss", "word@", "KEY"})
+      CHECK(r.error().message.find(secret) == std::string::npos);
+  }
+  // A digest's '@' is not userinfo.
+  CHECK(parse_image_ref("nvcr.io/x/y@sha256:" + std::string(64, 'b')));
+}
+
+TEST_CASE(
     "a pull gets a bearer token, retries a 503 and resumes a cut blob with "
     "Range",
     "[registry]") {
