@@ -233,6 +233,21 @@ TEST_CASE("json-events.md documents the facts a real status run emits",
     }
   }
 
+  // And what the toolkit stage emitted on a real Ubuntu 24.04 host with its
+  // real dpkg (test/fixtures/gpu/README.md): to be installed, then in place.
+  for (const char* fixture : {"plan-only-toolkit-ubuntu2404.json",
+                              "status-only-toolkit-ubuntu2404.json"}) {
+    const json j = json::parse(read_text(std::string(GPUNODE_TEST_FIXTURES) +
+                                         "/gpu/h200-580.159.04/" + fixture));
+    std::set<std::string> real, ignored;
+    paths(j["facts"], "", real, ignored);
+    REQUIRE(real.count("packages.os_id") == 1);
+    for (const auto& path : real) {
+      INFO(fixture << " emitted, not documented: toolkit " << path);
+      CHECK(doc.at("toolkit").count(path) == 1);
+    }
+  }
+
   for (const auto& s : kStages) {
     const auto& fields = doc.at(s);
     for (const auto& [path, type] : fields) {
