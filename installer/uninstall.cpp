@@ -19,6 +19,34 @@ struct Owned {
   std::string path;
 };
 
+// Removes `ref` from k3s's containerd, with the pinned name@digest an
+// import for the embedded registry mirror added (containerd/mirror_share.hpp)
+// that would keep its content. false: it was not there.
+Result<bool> remove_image(CtrClient& ctr, const std::string& ref,
+                          Reporter& report) {
+  auto found = ctr.find(ref);
+  if (!found) return found.error();
+  if (!*found) {
+    report.info("uninstall", "image " + ref + ": not present");
+    return false;
+  }
+  if ((*found)->has_label(kK3sPinnedLabel, "pinned")) {
+    report.warning("uninstall",
+                   "k3s imports " + ref +
+                       " from /var/lib/rancher/k3s/agent/images/: it comes "
+                       "back at the next k3s start unless that file goes");
+  }
+  if (auto removed = ctr.remove(ref); !removed) return removed.error();
+  const std::string by_digest = digest_reference(ref, (*found)->digest);
+  auto named = ctr.find(by_digest);
+  if (!named) return named.error();
+  if (*named) {
+    if (auto r = ctr.remove(by_digest); !r) return r.error();
+  }
+  report.info("uninstall", "image " + ref + ": removed");
+  return true;
+}
+
 }  // namespace
 
 ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
@@ -95,30 +123,16 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
 
   if (!keep_image) {
     CtrClient ctr(host.proc(), std::chrono::minutes(1));
-    auto found = ctr.find(opts.image_ref);
-    if (!found) return fail(found.error());
-    if (!*found) {
-      report.info("uninstall", "image " + opts.image_ref + ": not present");
-    } else {
-      if ((*found)->has_label(kK3sPinnedLabel, "pinned")) {
-        report.warning("uninstall",
-                       "k3s imports " + opts.image_ref +
-                           " from /var/lib/rancher/k3s/agent/images/: it comes "
-                           "back at the next k3s start unless that file goes");
-      }
-      auto removed = ctr.remove(opts.image_ref);
+    // The device plugin image, and the CUDA sample `install --smoke`
+    // imports and pins from the bundle: both are there for gpunode alone.
+    std::vector<std::pair<std::string, std::string>> images = {
+        {"image", opts.image_ref}};
+    if (opts.smoke_image != opts.image_ref)
+      images.push_back({"smoke-image", opts.smoke_image});
+    for (const auto& [what, ref] : images) {
+      auto removed = remove_image(ctr, ref, report);
       if (!removed) return fail(removed.error());
-      // The pinned name@digest an import for the embedded registry mirror
-      // added (containerd/mirror_share.hpp) would keep the content.
-      const std::string by_digest =
-          digest_reference(opts.image_ref, (*found)->digest);
-      auto named = ctr.find(by_digest);
-      if (!named) return fail(named.error());
-      if (*named) {
-        if (auto r = ctr.remove(by_digest); !r) return fail(r.error());
-      }
-      report.info("uninstall", "image " + opts.image_ref + ": removed");
-      outcomes.push_back({"image", "removed"});
+      if (*removed) outcomes.push_back({what, "removed"});
     }
   }
 

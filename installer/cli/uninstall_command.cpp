@@ -15,11 +15,13 @@ void register_uninstall(CLI::App& app, CommandIo& io) {
                          "Remove what gpunode installed: the device plugin "
                          "DaemonSet and ConfigMap, the "
                          "RuntimeClass if gpunode created it, and the device "
-                         "plugin image (unless --keep-image). "
+                         "plugin image and the CUDA sample (unless "
+                         "--keep-image). "
                          "Leaves the driver, the toolkit and k3s alone.");
   add_flags(cmd, *flags, FlagSet::kUninstall);
   cmd->add_flag("--keep-image", *keep_image,
-                "Keep the device plugin image in containerd");
+                "Keep the device plugin image and the CUDA sample in "
+                "containerd");
   cmd->callback([flags, keep_image, cmd, &io]() {
     Reporter report(io.out, io.err, flags->json,
                     Reporter::want_color(!flags->no_color, STDERR_FILENO));

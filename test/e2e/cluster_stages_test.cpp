@@ -249,13 +249,20 @@ TEST_CASE("uninstall removes what gpunode made and keeps what it did not",
   REQUIRE_PARTS();
   Node node;
   REQUIRE(node.install({"--variant", "time-slicing"}).exit_code == 0);
-  Run r = node.gpunode({"uninstall"});
+  // The CUDA sample that install --smoke imports goes with the plugin's.
+  REQUIRE(node.ctd.ctr({"images", "import", node.cuda_sample_archive()})
+              .succeeded());
+  Run r = node.gpunode({"uninstall", "--json"});
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(node.sim->object(kDsPath).is_null());
   CHECK(node.sim->object(kCmPath).is_null());
   CHECK(node.sim->object(kRcPath).is_null());
   CHECK(node.ctd.image_names().empty());
+  CHECK_THAT(r.err, Catch::Contains("image nvcr.io/nvidia/k8s/cuda-sample:"
+                                    "vectoradd-cuda12.5.0: removed"));
+  CHECK_THAT(r.out,
+             Catch::Contains(R"({"stage":"smoke-image","status":"removed"})"));
 
   // k3s's own RuntimeClass (runtimes.yaml) carries no gpunode label: kept.
   const std::string rc = node.dir.path() + "/rc.yaml";
@@ -264,10 +271,13 @@ TEST_CASE("uninstall removes what gpunode made and keeps what it did not",
              "name: nvidia\nhandler: nvidia\n");
   REQUIRE(node.kubectl({"apply", "--server-side", "-f", rc}).exit_code == 0);
   REQUIRE(node.install().exit_code == 0);
+  REQUIRE(node.ctd.ctr({"images", "import", node.cuda_sample_archive()})
+              .succeeded());
+  const auto images = node.ctd.image_names();
   Run again = node.gpunode({"uninstall", "--keep-image"});
   CHECK(again.exit_code == 0);
   CHECK_FALSE(node.sim->object(kRcPath).is_null());
-  CHECK_FALSE(node.ctd.image_names().empty());
+  CHECK(node.ctd.image_names() == images);
 }
 
 TEST_CASE("with --smoke, a CUDA Pod runs to Test PASSED and deletes it",
