@@ -310,8 +310,8 @@ TEST_CASE("load_auth_files reads the defaults that exist and the named file",
 }
 
 TEST_CASE(
-    "a Docker config.json of many logins (over a key's 64 KiB) is read; one "
-    "over 1 MiB is refused by name, as an auth file",
+    "a Docker config.json of many logins (over a key's 64 KiB) is read, "
+    "and one over 1 MiB is refused by name, as an auth file",
     "[unit][registry-auth]") {
   TempDir t;
   const auto env = env_of({{"HOME", t.path()}});
