@@ -17,11 +17,12 @@ Result<void> check_trust_anchor(const std::string& path,
   }
   auto bad = find_unsafe_component(absolute);
   if (!bad) return {};
-  return Error{ExitCode::kCannotRun, "trust",
-               what + " " + path + " is not a trust anchor: " + bad->path +
-                   " " + bad->why + ", so someone other than root could " +
-                   "replace " + (bad->path == absolute ? "it" : "what it holds"),
-               bad->fix + " (or move the key to a directory only root can write)"};
+  return Error{
+      ExitCode::kCannotRun, "trust",
+      what + " " + path + " is not a trust anchor: " + bad->path + " " +
+          bad->why + ", so someone other than root could " + "replace " +
+          (bad->path == absolute ? "it" : "what it holds"),
+      bad->fix + " (or move the key to a directory only root can write)"};
 }
 
 }  // namespace gpunode

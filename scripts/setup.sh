@@ -18,7 +18,10 @@ build_packages=(g++ cmake ninja-build pkg-config
   # ansible-doc finds the collection the .deb installs (test-deb.sh); the
   # collection's tests (test/ansible, test/collection) and its lint
   ansible-core ansible-lint
-  openssh-server)  # the test's own key-only sshd, for the node reached over SSH
+  openssh-server  # the test's own key-only sshd, for the node reached over SSH
+  python3  # Debian's own: the tests run /usr/bin/python3, whatever PATH says
+  clang-format  # the meta-clang-format test holds the sources to .clang-format
+  ccache)  # a rebuild in a fresh clone reuses the objects of an earlier one
 
 # Real kubectl drives the simulated node in the tests. This machine image
 # ships a current one; elsewhere Debian's own (kubernetes-client) stands in.
@@ -32,5 +35,6 @@ ensure_packages setup "${build_packages[@]}"
 
 # Two cores and 24 GiB: two jobs are the sweet spot.
 jobs=${GPUNODE_BUILD_JOBS:-$(nproc)}
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNODE_WERROR=ON >/dev/null
-ninja -C build -j "$jobs"
+. scripts/lib/build.sh
+configure_build build -DGPUNODE_WERROR=ON
+build_with_progress setup build "$jobs"

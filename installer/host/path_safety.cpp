@@ -21,8 +21,7 @@ std::string octal_mode(mode_t mode) {
 bool trusted_owner(uid_t uid) { return uid == 0 || uid == ::geteuid(); }
 
 std::optional<UnsafeComponent> check_entry(const std::string& path,
-                                           const struct stat& st,
-                                           bool last) {
+                                           const struct stat& st, bool last) {
   if (!trusted_owner(st.st_uid)) {
     return UnsafeComponent{
         path,
@@ -66,20 +65,18 @@ std::optional<UnsafeComponent> walk(const std::string& real, int depth) {
     const bool last = real.find_first_not_of('/', i) == std::string::npos;
     if (::lstat(path.c_str(), &st) != 0) {
       if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
-      return UnsafeComponent{path,
-                             std::string("cannot be inspected: ") +
-                                 std::strerror(errno),
-                             "make " + path + " readable by root"};
+      return UnsafeComponent{
+          path, std::string("cannot be inspected: ") + std::strerror(errno),
+          "make " + path + " readable by root"};
     }
     if (auto bad = check_entry(path, st, last)) return bad;
     if (S_ISLNK(st.st_mode)) {
       char target[PATH_MAX];
       if (::realpath(path.c_str(), target) == nullptr) {
         if (errno == ENOENT) return std::nullopt;
-        return UnsafeComponent{path,
-                               std::string("cannot be resolved: ") +
-                                   std::strerror(errno),
-                               "name the real path"};
+        return UnsafeComponent{
+            path, std::string("cannot be resolved: ") + std::strerror(errno),
+            "name the real path"};
       }
       if (auto bad = walk(target, depth + 1)) return bad;
       done = target;

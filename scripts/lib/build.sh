@@ -1,0 +1,51 @@
+# Sourced by the scripts in scripts/: configures and builds a build tree.
+#   configure_build DIR CMAKE_ARG...   Ninja, RelWithDebInfo, through ccache
+#   build_with_progress TAG DIR JOBS   ninja, saying what it builds and how far
+# ccache (setup.sh installs it) keys objects on paths relative to the
+# checkout, so a fresh clone elsewhere, as CI makes, reuses an earlier
+# build's objects: a warm rebuild takes a minute or two instead of ~15.
+configure_build() {
+  local dir=$1
+  shift
+  local launcher=()
+  if command -v ccache >/dev/null 2>&1; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  fi
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" "$@" >/dev/null
+}
+
+build_with_progress() {
+  local tag=$1 dir=$2 jobs=$3
+  export CCACHE_BASEDIR=$PWD
+  local steps
+  steps=$(ninja -C "$dir" -n 2>/dev/null | grep -c '^\[' || true)
+  if [ "${steps:-0}" -le 1 ]; then
+    ninja -C "$dir" -j "$jobs" >/dev/null
+    return
+  fi
+  # Said on stderr, so a caller that silences stdout (the demo) still shows it.
+  echo "$tag: building gpunode and its tests into $dir/ ($steps steps; from scratch" \
+    "about 15 minutes on 2 cores, a minute or two when ccache has the objects;" \
+    "log: $dir/build.log)" >&2
+  local status=0
+  NINJA_STATUS='[%f/%t] ' ninja -C "$dir" -j "$jobs" >"$dir/build.log" 2>&1 &
+  local pid=$! shown=-1 done_ total pct
+  # A line at every tenth of the way, read from ninja's own [done/total].
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 5
+    read -r done_ total < <(grep -o '^\[[0-9]*/[0-9]*\]' "$dir/build.log" | tail -1 | tr -d '[]' | tr / ' ') || true
+    [ -n "${total:-}" ] && [ "$total" -gt 0 ] || continue
+    pct=$((done_ * 100 / total / 10 * 10))
+    if [ "$pct" -gt "$shown" ]; then
+      shown=$pct
+      echo "$tag: build ${pct}% ($done_/$total)" >&2
+    fi
+  done
+  wait "$pid" || status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "$tag: the build failed; the end of $dir/build.log:" >&2
+    tail -40 "$dir/build.log" >&2
+    return "$status"
+  fi
+  echo "$tag: build done" >&2
+}
