@@ -172,7 +172,7 @@ def converge(checks, b):
                      gpunode_cmds(out, "gpu-a") == [str(installed / "gpunode")],
                      str(gpunode_cmds(out, "gpu-a")))
         bres = [r for _, t, h, r in fc.task_results(out, "Node part")
-                if h == "gpu-b" and t.startswith("Node part")]
+                if h == "gpu-b" and "Node part (" in t]
         checks.check("check mode: gpu-b would copy the bundle, plan after",
                      bool(bres) and bres[-1].get("changed") is True and
                      not bres[-1].get("failed") and "would copy the bundle "
@@ -391,7 +391,7 @@ def killed(checks, b):
                      str(entries.get(node)))
     checks.check("gpu-s was met unreachable by the bundle copy's first task",
                  any(h == "gpu-s" and r.get("unreachable") and
-                     t == "The node's bundle.toml"
+                     "The node's bundle.toml" in t
                      for _, t, h, r in fc.task_results(out)), raw[-2000:])
     with bed.Sshd(b.work / "sshd2") as sshd:
         rc, out, err, raw = bed.playbook(inventory(False, sshd), b.work)
@@ -463,29 +463,57 @@ def readonly(checks, b):
                                        "/gpunode-" in cmd for _, cmd in ran),
                      str(ran))
         checks.check("nothing was copied onto the media",
-                     not any(t.startswith("Copy the bundle") and
+                     not any("Copy the bundle" in t and
                              r.get("changed")
                              for _, t, _, r in fc.task_results(out)))
 
-        # A stick whose bin/gpunode was swapped for a script: refused, and
-        # the script never runs.
+        # A stick whose bin/gpunode was swapped for a script: the script
+        # never runs. With the verified bundle on the controller the role
+        # refuses the node's copy, then copies the verified bundle over it
+        # once (as it heals a copy cut short) and converges.
         swapped = b.work / "swapped"
         shutil.copytree(bundle, swapped)
         marker = b.work / "the-stick-binary-ran"
-        (swapped / "bin" / "gpunode").unlink()
-        (swapped / "bin" / "gpunode").write_text(f"#!/bin/sh\ntouch {marker}\n")
-        (swapped / "bin" / "gpunode").chmod(0o755)
+        script = swapped / "bin" / "gpunode"
+
+        def swap():
+            script.unlink()
+            script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+            script.chmod(0o755)
+        swap()
         rc, out, err, raw = bed.playbook(inventory(swapped), b.work)
-        checks.check("swapped stick: playbook rc 2", rc == 2, f"rc {rc}")
-        checks.check("swapped stick: the script never ran", not marker.exists())
-        entries = fc.summary(out)
-        row = entries.get("gpu-a", {})
-        checks.check("swapped stick: gpu-a failed at bundle, the binary's "
-                     "hash named", row.get("outcome") == "failed" and
+        checks.check("swapped stick, bundle on the controller: rc 0 (healed "
+                     "from the verified bundle)", rc == 0,
+                     err[-3000:] + raw[-3000:])
+        checks.check("swapped stick, bundle on the controller: the script "
+                     "never ran", not marker.exists())
+        refused = [r.get("msg", "") for _, t, h, r in fc.task_results(out)
+                   if h == "gpu-a" and r.get("failed") and
+                   "Verify the bundle" in t]
+        checks.check("swapped stick, bundle on the controller: the node's "
+                     "binary was refused first, its hash named",
+                     any("is not the" in m and "the verified bundle.toml "
+                         "records" in m for m in refused), str(refused))
+
+        # The same stick with nothing on the controller and no gpunode on
+        # the node: refused, nothing runs.
+        swap()
+        plain = b.write_inventory(
+            {"server": b.host_vars("server")},
+            {"gpu-a": b.host_vars("gpu-a", gpunode_bundle_dir=str(swapped),
+                                  gpunode_trust_keys=[str(pub)],
+                                  gpunode_binary="")}, name="plain.json")
+        rc, out, err, raw = bed.playbook(plain, b.work)
+        checks.check("swapped stick alone: playbook rc 2", rc == 2, f"rc {rc}")
+        checks.check("swapped stick alone: the script never ran",
+                     not marker.exists())
+        row = fc.summary(out).get("gpu-a", {})
+        checks.check("swapped stick alone: gpu-a failed at bundle, no "
+                     "trusted gpunode verified it",
+                     row.get("outcome") == "failed" and
                      row.get("stage") == "bundle" and
-                     "is not the" in (row.get("message") or "") and
-                     "the verified bundle.toml records" in row.get("message"),
-                     str(row))
+                     "no trusted gpunode has verified this bundle" in
+                     (row.get("message") or ""), str(row))
     finally:
         subprocess.run(["umount", str(media)], check=False)
 
