@@ -347,9 +347,11 @@ def killed(checks, b):
     # unreachable, before any gpunode module.
     copied = {"gpunode_bundle_src": str(bundle),
               "gpunode_bundle_dir": f"{b.work}/on-gpu-s/bundle",
-              "gpunode_trust_keys": [str(pub)],
-              "gpunode_controller_binary": str(bed.BUILD / "gpunode"),
-              "gpunode_controller_cache": str(b.work / "cache")}
+              "gpunode_trust_keys": [str(pub)]}
+    # The controller's settings are the play's (its first host's).
+    controller = {"gpunode_controller_binary": str(bed.BUILD / "gpunode"),
+                  "gpunode_controller_trust_keys": [str(pub)],
+                  "gpunode_controller_cache": str(b.work / "cache")}
 
     def inventory(crash, sshd):
         k_env = dict(b.nodes["gpu-k"][1])
@@ -363,7 +365,8 @@ def killed(checks, b):
              "gpu-k": b.host_vars("gpu-k", binary,
                                   gpunode_environment=k_env, **archive),
              "gpu-b": b.host_vars("gpu-b", **archive),
-             "gpu-s": b.host_vars("gpu-s", **copied, **sshd.vars())})
+             "gpu-s": b.host_vars("gpu-s", **copied, **sshd.vars())},
+            all_vars=controller)
 
     with bed.Sshd(b.work / "sshd") as sshd:
         sshd.stop()

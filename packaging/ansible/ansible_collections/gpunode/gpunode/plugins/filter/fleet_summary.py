@@ -53,7 +53,7 @@ _DONE = ('ok', 'changed')
 # tasks run (roles/gpunode/tasks/bundle.yml): whichever first met a host
 # unreachable, or failed, decides its row. The callback
 # (plugins/callback/rollout_summary.py) records the same names.
-BUNDLE_RESULTS = ('gpunode_bundle_verified', 'gpunode_bundle_node_toml',
+BUNDLE_RESULTS = ('gpunode_bundle_trusted', 'gpunode_bundle_node_toml',
                   'gpunode_bundle_dir_made', 'gpunode_bundle_copy',
                   'gpunode_bundle_check')
 MAIN_RESULTS = ('gpunode_cluster', 'gpunode_node', 'gpunode_check')
@@ -77,11 +77,6 @@ def _outcome(results):
             row.update(outcome='unreachable', message=res.get('msg', ''))
             return row
         if res.get('failed'):
-            # A loop's result: the item that failed says why.
-            for item in res.get('results') or []:
-                if _mapping(item) is not None and item.get('failed'):
-                    res = item
-                    break
             what = (res.get('gpunode') or {}).get('failure') or \
                 res.get('failure') or {}
             row.update(outcome='failed', stage=what.get('stage'),

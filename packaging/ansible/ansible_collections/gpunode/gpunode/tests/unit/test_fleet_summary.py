@@ -124,17 +124,14 @@ class FleetSummaryTest(unittest.TestCase):
 
     def test_the_controller_verify_failing_names_the_bundle_problem(self):
         hostvars = self.hostvars()
-        hostvars['gpu-a'] = {'gpunode_bundle_verified': {
-            'failed': True, 'msg': 'One or more items failed',
-            'results': [{'failed': True, 'item': '/srv/bundle',
-                         'msg': 'gpunode bundle verify: integrity failure',
-                         'failure': {'stage': 'bundle', 'layer': 'bundle',
-                                     'message': 'bin/gpunode: SHA-256 differs',
-                                     'fix': None}}]}}
+        hostvars['gpu-a'] = {'gpunode_bundle_trusted': {
+            'failed': True, 'changed': False,
+            'msg': 'gpunode bundle verify: integrity failure at bundle: '
+                   'bin/gpunode: SHA-256 differs'}}
         row = by_node(fleet_summary(hostvars, GROUPS))['gpu-a']
         self.assertEqual(row['outcome'], 'failed')
-        self.assertEqual(row['message'], 'bin/gpunode: SHA-256 differs')
-
+        self.assertEqual(row['message'], 'gpunode bundle verify: integrity '
+                         'failure at bundle: bin/gpunode: SHA-256 differs')
 
 if __name__ == '__main__':
     unittest.main()
