@@ -86,9 +86,11 @@ def _variable(match, with_value):
         return None
     if flag not in _VALUED:
         # A value-less flag took the next word by mistake: give it back.
-        # In a list of flags (--variant/--rename-shared) it is a name.
+        # In a list of flags (--variant/--rename-shared), or "the same
+        # --rename-shared setting", it is a name.
+        after = match.string[match.end(1):]
         listed = '/' in (match.string[match.start(1) - 1:match.start(1)] +
-                         match.string[match.end(1):match.end(1) + 1])
+                         after[:1]) or after.startswith(' setting')
         return '%s%s%s' % (name, '' if listed else ': true',
                            ' ' + value if value else '')
     return '%s: %s' % (name, value) if value and with_value else name

@@ -150,6 +150,9 @@ class AnsibleTermsTest(unittest.TestCase):
         ('rerun here without --variant/--replicas/--rename-shared to take',
          'rerun here without gpunode_variant/gpunode_replicas/'
          'gpunode_rename_shared to take'),
+        ('use the same --rename-shared setting as the cluster\'s workloads',
+         'use the same gpunode_rename_shared setting as the cluster\'s '
+         'workloads'),
         # Text without a flag the role sets stays as it is.
         ('gpunode install --skip plugin, and give the platform',
          'gpunode install --skip plugin, and give the platform'),
