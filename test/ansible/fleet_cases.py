@@ -42,22 +42,55 @@ def bed_proof(checks, b, sshd, inventory):
     checks.check("sshd takes the client key", rc == 0, err)
 
 
-def expect_converged(checks, label, gpu_counts, cpu_only=()):
-    """Real kubectl: each GPU node labelled and advertising its GPUs, each
+def expect_converged(checks, label, gpu_counts, cpu_only=(), replicas=1,
+                     resource="nvidia.com/gpu"):
+    """Real kubectl: each GPU node labelled and advertising its GPUs x
+    REPLICAS slots as RESOURCE (and no other nvidia.com/ resource), each
     CPU-only node without any nvidia.com/ label."""
     nodes = fc.cluster_nodes()
     for node, gpus in gpu_counts.items():
-        labels, alloc = nodes.get(node, ({}, None))
+        labels, alloc = nodes.get(node, ({}, {}))
         checks.check(f"{label}: {node} labelled gpu.present",
                      labels.get("nvidia.com/gpu.present") == "true",
                      str(labels))
-        checks.check(f"{label}: {node} advertises {gpus} nvidia.com/gpu",
-                     alloc == str(gpus), f"allocatable {alloc}")
+        slots = gpus * replicas
+        checks.check(f"{label}: {node} advertises {slots} {resource}",
+                     alloc.get(resource) == str(slots) and
+                     all(v == "0" for k, v in alloc.items() if k != resource),
+                     f"allocatable {alloc}")
     for node in cpu_only:
-        labels, alloc = nodes.get(node, ({}, None))
+        labels, alloc = nodes.get(node, ({}, {}))
         checks.check(f"{label}: CPU-only {node} left unlabelled",
                      not any(k.startswith("nvidia.com/") for k in labels)
-                     and alloc is None, str(labels))
+                     and not alloc, str(labels))
+
+
+# The RuntimeClass k3s ships (manifests/runtimes.yaml, k3s >= v1.29): a
+# fresh k3s cluster has it before gpunode runs.
+K3S_RUNTIMECLASS = """apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata:
+  name: nvidia
+handler: nvidia
+"""
+
+
+def installed_gpunode(b):
+    """A directory holding gpunode, as the .deb installs it on a node's
+    PATH (/usr/bin/gpunode)."""
+    path = b.work / "installed-bin"
+    path.mkdir(exist_ok=True)
+    if not (path / "gpunode").exists():
+        (path / "gpunode").symlink_to(bed.BUILD / "gpunode")
+    return path
+
+
+def gpunode_cmds(output, host):
+    """The gpunode binaries the modules ran on HOST (each result's cmd[0])."""
+    return sorted(set((r.get("cmd") or [""])[0]
+                      for _, _, h, r in fc.task_results(output)
+                      if h == host and r.get("cmd") and
+                      str((r.get("cmd") or [""])[0]).endswith("gpunode")))
 
 
 def bed_case(checks, b):
@@ -70,28 +103,47 @@ def bed_case(checks, b):
 
 
 def converge(checks, b):
-    """a: check mode on a fresh cluster changes nothing yet says what would
-    change; b: the first run brings every GPU node to its slots (gpu-b over
-    SSH); c: the second run changes nothing."""
+    """Time-slicing, every bundle setup of a fresh fleet. a: check mode on a
+    fresh k3s cluster (RuntimeClass nvidia already there, as k3s ships it)
+    changes nothing yet shows each node's plan: gpu-a plans with its own
+    installed gpunode, gpu-b (no gpunode before the copy) says it would copy
+    the bundle and plan after; b: the first run brings every GPU node to
+    GPUs x 8 (gpu-b over SSH, running the bundle's binary only as the
+    controller-verified private copy); c: replicas 8 -> 4 on every node, the
+    fleet check judging 4; d: a rerun changes nothing."""
     bundle, pub = b.make_bundle(b.work / "bundle")
     gpus = {"gpu-a": 1, "gpu-b": 2}
+    installed = installed_gpunode(b)
     with bed.Sshd(b.work / "sshd") as sshd:
         def node(name, **extra):
             return b.host_vars(
                 name, gpunode_bundle_src=str(bundle),
                 gpunode_bundle_dir=f"{b.work}/on-{name}/bundle",
                 gpunode_trust_keys=[str(pub)], **extra)
-        inventory = b.write_inventory(
-            {"server": node("server")},
-            # gpu-b: over SSH, and with become (su: root needs no password
-            # for it, so no sudoers file is touched here).
-            {"gpu-a": node("gpu-a"),
-             "gpu-b": node("gpu-b", ansible_become=True,
-                           ansible_become_method="su", **sshd.vars())},
-            other=["cpu-1"])
+        a_env = dict(b.nodes["gpu-a"][1])
+        a_env["PATH"] = f"{installed}:{a_env['PATH']}"
 
+        def inventory(replicas, all_nodes=False):
+            return b.write_inventory(
+                {"server": node("server")},
+                # gpu-a: gpunode installed on its PATH; gpu-b: none of its
+                # own, over SSH, with become (su: root needs no password
+                # for it, so no sudoers file is touched here).
+                {"gpu-a": node("gpu-a", gpunode_binary="",
+                               gpunode_environment=a_env),
+                 "gpu-b": node("gpu-b", gpunode_binary="", ansible_become=True,
+                               ansible_become_method="su", **sshd.vars())},
+                other=["cpu-1"],
+                all_vars={"gpunode_variant": "time-slicing",
+                          "gpunode_replicas": replicas,
+                          "gpunode_all_nodes": all_nodes,
+                          "gpunode_controller_binary": str(bed.BUILD / "gpunode"),
+                          "gpunode_controller_cache": str(b.work / "cache")})
+
+        fc.kubectl_apply(K3S_RUNTIMECLASS)
         before = fc.cluster_objects()
-        rc, out, err, raw = bed.playbook(inventory, b.work, "--check", "--diff")
+        rc, out, err, raw = bed.playbook(inventory(8), b.work, "--check",
+                                         "--diff")
         checks.check("check mode: playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
         checks.check("check mode: no cluster object written",
                      fc.cluster_objects() == before,
@@ -99,25 +151,44 @@ def converge(checks, b):
         for name in ("server", *gpus):
             checks.check(f"check mode: no bundle copy on {name}",
                          not (b.work / f"on-{name}").exists())
+        checks.check("check mode: no tar made on the controller",
+                     not any((b.work / "cache").glob("*.tar*")))
         cluster = [r for _, _, host, r in fc.task_results(out, "Cluster part")
                    if "gpunode" in r]
         cluster = cluster[-1] if cluster else {}
         diff = " ".join(d.get("after", "") for d in cluster.get("diff") or [])
         checks.check("check mode: the cluster part's diff names the "
-                     "RuntimeClass and DaemonSet it would create",
-                     "RuntimeClass nvidia" in diff and "DaemonSet" in diff,
+                     "DaemonSet and ConfigMap it would create",
+                     "DaemonSet" in diff and "ConfigMap" in diff,
                      str(cluster.get("diff"))[:1000])
         results = fc.gpunode_results(out, "node")
+        a = results.get("gpu-a", {})
+        checks.check("check mode: gpu-a's plan (its own gpunode) would "
+                     "change, the stages after the cluster part as would",
+                     a.get("changed") is True and not a.get("failed") and
+                     any("would: runtimeclass, plugin, allocatable" in w
+                         for w in a.get("warnings", [])), str(a)[:1500])
+        checks.check("check mode: gpu-a planned with its installed gpunode",
+                     gpunode_cmds(out, "gpu-a") == [str(installed / "gpunode")],
+                     str(gpunode_cmds(out, "gpu-a")))
+        bres = [r for _, t, h, r in fc.task_results(out, "Node part")
+                if h == "gpu-b" and "Node part (" in t]
+        checks.check("check mode: gpu-b would copy the bundle, plan after",
+                     bool(bres) and bres[-1].get("changed") is True and
+                     not bres[-1].get("failed") and "would copy the bundle "
+                     "to this node, then plan" in bres[-1].get("msg", ""),
+                     str(bres)[:1500])
+        entries = fc.summary(out)
         for name in gpus:
-            checks.check(f"check mode: {name} reports it would change",
-                         results.get(name, {}).get("changed") is True,
-                         str(results.get(name))[:1000])
+            checks.check(f"check mode: summary has {name} changed (would)",
+                         entries.get(name, {}).get("outcome") == "changed",
+                         str(entries.get(name)))
         after = fc.cluster_objects()["labels"]
         checks.check("check mode: no node labelled",
                      all(after.get(n) == [] for n in ("gpu-a", "gpu-b", "cpu-1")),
                      str(after))
 
-        rc, out, err, raw = bed.playbook(inventory, b.work)
+        rc, out, err, raw = bed.playbook(inventory(8), b.work)
         checks.check("first run: playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
         st = fc.stats(out)
         for name in gpus:
@@ -125,23 +196,40 @@ def converge(checks, b):
                          .get("changed", 0) > 0, str(st.get(name)))
         checks.check("first run: cpu-1 not in the play", "cpu-1" not in st,
                      str(st.keys()))
-        expect_converged(checks, "first run", gpus, ["cpu-1", "server"])
+        expect_converged(checks, "first run", gpus, ["cpu-1", "server"],
+                         replicas=8)
+        cmds = gpunode_cmds(out, "gpu-b")
+        checks.check("first run: gpu-b ran only private copies of the "
+                     "bundle's verified bin/gpunode",
+                     bool(cmds) and all(
+                         c != f"{b.work}/on-gpu-b/bundle/bin/gpunode" and
+                         "/gpunode-" in c for c in cmds), str(cmds))
         entries = fc.summary(out)
         for name in gpus:
             checks.check(f"first run: summary has {name} changed",
                          entries.get(name, {}).get("outcome") == "changed",
                          str(entries.get(name)))
 
-        rc, out, err, raw = bed.playbook(inventory, b.work)
-        checks.check("second run: playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
+        rc, out, err, raw = bed.playbook(inventory(4, True), b.work)
+        checks.check("replicas 8 -> 4: playbook rc 0", rc == 0,
+                     err[-3000:] + raw[-3000:])
+        expect_converged(checks, "replicas 8 -> 4", gpus, replicas=4)
+        entries = fc.summary(out)
+        checks.check("replicas 8 -> 4: the fleet check judged 4 and found "
+                     "every node done", all(
+                         entries.get(n, {}).get("outcome") in ("ok", "changed")
+                         for n in gpus), str(entries))
+
+        rc, out, err, raw = bed.playbook(inventory(4, True), b.work)
+        checks.check("rerun: playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
         st = fc.stats(out)
         for host in ("server", *gpus, "localhost"):
-            checks.check(f"second run: changed=0 on {host}",
+            checks.check(f"rerun: changed=0 on {host}",
                          host in st and st[host].get("changed") == 0,
                          str(st.get(host)))
         entries = fc.summary(out)
         for name in gpus:
-            checks.check(f"second run: summary has {name} ok",
+            checks.check(f"rerun: summary has {name} ok",
                          entries.get(name, {}).get("outcome") == "ok",
                          str(entries.get(name)))
 
@@ -215,27 +303,35 @@ def broken_handler(checks, b):
 
 
 def serial(checks, b):
-    """e: serial 2 over 6 GPU nodes: three node-part batches of two, all
-    converge."""
+    """e: gpunode_serial 3 from the inventory (not -e) over 6 GPU nodes: two
+    node-part batches of three; time-slicing, 2 replicas, renamed to
+    nvidia.com/gpu.shared: all converge, and the fleet check judges that."""
     names = [f"gpu-{i}" for i in range(1, 7)]
     inventory = b.write_inventory(
         {"server": b.host_vars("server", gpunode_image_archive=str(b.archive))},
         {n: b.host_vars(n, gpunode_image_archive=str(b.archive))
-         for n in names})
-    # An extra var: `serial` is templated before any host is chosen, so an
-    # inventory variable never reaches it (ansible/ansible#27166, #18131).
-    rc, out, err, raw = bed.playbook(inventory, b.work, "-e",
-                                     "gpunode_serial=2")
+         for n in names},
+        # `serial` is templated before any host is chosen, so an inventory
+        # variable never reaches it directly (ansible/ansible#27166,
+        # #18131); the playbook's first play carries it over.
+        all_vars={"gpunode_serial": 3, "gpunode_variant": "time-slicing",
+                  "gpunode_replicas": 2, "gpunode_rename_shared": True})
+    rc, out, err, raw = bed.playbook(inventory, b.work)
     checks.check("playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
     batches = fc.node_part_plays(out)
-    checks.check("node part ran in 3 batches", len(batches) == 3,
+    checks.check("node part ran in 2 batches (gpunode_serial 3 from the "
+                 "inventory)", [len(x) for x in batches] == [3, 3],
                  str(batches))
-    checks.check("each batch has 2 nodes",
-                 [len(x) for x in batches] == [2, 2, 2], str(batches))
     checks.check("batches cover the 6 nodes once",
                  sorted(h for x in batches for h in x) == sorted(names),
                  str(batches))
-    expect_converged(checks, "after", {n: 1 for n in names})
+    expect_converged(checks, "after", {n: 1 for n in names}, replicas=2,
+                     resource="nvidia.com/gpu.shared")
+    entries = fc.summary(out)
+    checks.check("summary: every node changed (the check judged "
+                 "nvidia.com/gpu.shared x 2)",
+                 all(entries.get(n, {}).get("outcome") == "changed"
+                     for n in names), str(entries))
 
 
 def killed(checks, b):
@@ -246,6 +342,16 @@ def killed(checks, b):
     each, within the playbook's max_fail_percentage 50 (a batch ends the
     rollout only when more than that fails)."""
     archive = {"gpunode_image_archive": str(b.archive)}
+    bundle, pub = b.make_bundle(b.work / "bundle")
+    # gpu-s gets the bundle copied: the copy's first task meets it
+    # unreachable, before any gpunode module.
+    copied = {"gpunode_bundle_src": str(bundle),
+              "gpunode_bundle_dir": f"{b.work}/on-gpu-s/bundle",
+              "gpunode_trust_keys": [str(pub)]}
+    # The controller's settings are the play's (its first host's).
+    controller = {"gpunode_controller_binary": str(bed.BUILD / "gpunode"),
+                  "gpunode_controller_trust_keys": [str(pub)],
+                  "gpunode_controller_cache": str(b.work / "cache")}
 
     def inventory(crash, sshd):
         k_env = dict(b.nodes["gpu-k"][1])
@@ -259,7 +365,8 @@ def killed(checks, b):
              "gpu-k": b.host_vars("gpu-k", binary,
                                   gpunode_environment=k_env, **archive),
              "gpu-b": b.host_vars("gpu-b", **archive),
-             "gpu-s": b.host_vars("gpu-s", **archive, **sshd.vars())})
+             "gpu-s": b.host_vars("gpu-s", **copied, **sshd.vars())},
+            all_vars=controller)
 
     with bed.Sshd(b.work / "sshd") as sshd:
         sshd.stop()
@@ -285,6 +392,10 @@ def killed(checks, b):
         checks.check(f"summary: {node} {outcome}",
                      entries.get(node, {}).get("outcome") == outcome,
                      str(entries.get(node)))
+    checks.check("gpu-s was met unreachable by the bundle copy's first task",
+                 any(h == "gpu-s" and r.get("unreachable") and
+                     "The node's bundle.toml" in t
+                     for _, t, h, r in fc.task_results(out)), raw[-2000:])
     with bed.Sshd(b.work / "sshd2") as sshd:
         rc, out, err, raw = bed.playbook(inventory(False, sshd), b.work)
     checks.check("rerun: playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
@@ -318,22 +429,94 @@ def readonly(checks, b):
         checks.check("the media is read-only",
                      not os.access(media, os.W_OK) or
                      _write_refused(media), "a write went through")
-        # gpunode_binary empty: every task runs the bundle's own
-        # bin/gpunode, as on a node with nothing but the stick.
-        on_media = {"gpunode_bundle_dir": str(media),
-                    "gpunode_trust_keys": [str(pub)], "gpunode_binary": ""}
-        inventory = b.write_inventory(
-            {"server": b.host_vars("server", **on_media)},
-            {"gpu-a": b.host_vars("gpu-a", **on_media)})
-        rc, out, err, raw = bed.playbook(inventory, b.work)
+        # gpunode_binary empty and no gpunode on the node's PATH, as on a
+        # node with nothing but the stick: the controller verifies its own
+        # copy of the bundle (gpunode_bundle_src, the same bundle: nothing
+        # is copied), and the node runs the stick's bin/gpunode only as a
+        # private copy whose hash that verified bundle.toml records.
+        def inventory(stick):
+            on_media = {"gpunode_bundle_dir": str(stick),
+                        "gpunode_bundle_src": str(bundle),
+                        "gpunode_trust_keys": [str(pub)], "gpunode_binary": "",
+                        "gpunode_controller_binary": str(bed.BUILD / "gpunode"),
+                        "gpunode_controller_cache": str(b.work / "cache")}
+            return b.write_inventory(
+                {"server": b.host_vars("server", **on_media)},
+                {"gpu-a": b.host_vars("gpu-a", **on_media)})
+        before = fc.cluster_objects()
+        rc, out, err, raw = bed.playbook(inventory(media), b.work, "--check",
+                                         "--diff")
+        checks.check("check mode: playbook rc 0", rc == 0,
+                     err[-3000:] + raw[-3000:])
+        a = fc.gpunode_results(out, "node").get("gpu-a", {})
+        checks.check("check mode: gpu-a's plan would change, not failed",
+                     a.get("changed") is True and not a.get("failed"),
+                     str(a)[:1500])
+        checks.check("check mode: nothing written",
+                     fc.cluster_objects() == before)
+        rc, out, err, raw = bed.playbook(inventory(media), b.work)
         checks.check("playbook rc 0", rc == 0, err[-3000:] + raw[-3000:])
         expect_converged(checks, "after", {"gpu-a": 1})
         ran = sorted(set((host, (r.get("cmd") or [""])[0])
                          for _, _, host, r in fc.task_results(out)
-                         if r.get("cmd")))
-        checks.check("every gpunode run was the bundle's own bin/gpunode",
-                     bool(ran) and all(cmd == f"{media}/bin/gpunode"
-                                       for _, cmd in ran), str(ran))
+                         if r.get("cmd") and host != "localhost"))
+        checks.check("every gpunode run on a node was a private copy of the "
+                     "stick's verified bin/gpunode",
+                     bool(ran) and all(cmd != f"{media}/bin/gpunode" and
+                                       "/gpunode-" in cmd for _, cmd in ran),
+                     str(ran))
+        checks.check("nothing was copied onto the media",
+                     not any("Copy the bundle" in t and
+                             r.get("changed")
+                             for _, t, _, r in fc.task_results(out)))
+
+        # A stick whose bin/gpunode was swapped for a script: the script
+        # never runs. With the verified bundle on the controller the role
+        # refuses the node's copy, then copies the verified bundle over it
+        # once (as it heals a copy cut short) and converges.
+        swapped = b.work / "swapped"
+        shutil.copytree(bundle, swapped)
+        marker = b.work / "the-stick-binary-ran"
+        script = swapped / "bin" / "gpunode"
+
+        def swap():
+            script.unlink()
+            script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+            script.chmod(0o755)
+        swap()
+        rc, out, err, raw = bed.playbook(inventory(swapped), b.work)
+        checks.check("swapped stick, bundle on the controller: rc 0 (healed "
+                     "from the verified bundle)", rc == 0,
+                     err[-3000:] + raw[-3000:])
+        checks.check("swapped stick, bundle on the controller: the script "
+                     "never ran", not marker.exists())
+        refused = [r.get("msg", "") for _, t, h, r in fc.task_results(out)
+                   if h == "gpu-a" and r.get("failed") and
+                   "Verify the bundle" in t]
+        checks.check("swapped stick, bundle on the controller: the node's "
+                     "binary was refused first, its hash named",
+                     any("is not the" in m and "the verified bundle.toml "
+                         "records" in m for m in refused), str(refused))
+
+        # The same stick with nothing on the controller and no gpunode on
+        # the node: refused, nothing runs.
+        swap()
+        plain = b.write_inventory(
+            {"server": b.host_vars("server")},
+            {"gpu-a": b.host_vars("gpu-a", gpunode_bundle_dir=str(swapped),
+                                  gpunode_trust_keys=[str(pub)],
+                                  gpunode_binary="")}, name="plain.json")
+        rc, out, err, raw = bed.playbook(plain, b.work)
+        checks.check("swapped stick alone: playbook rc 2", rc == 2, f"rc {rc}")
+        checks.check("swapped stick alone: the script never ran",
+                     not marker.exists())
+        row = fc.summary(out).get("gpu-a", {})
+        checks.check("swapped stick alone: gpu-a failed at bundle, no "
+                     "trusted gpunode verified it",
+                     row.get("outcome") == "failed" and
+                     row.get("stage") == "bundle" and
+                     "no trusted gpunode has verified this bundle" in
+                     (row.get("message") or ""), str(row))
     finally:
         subprocess.run(["umount", str(media)], check=False)
 

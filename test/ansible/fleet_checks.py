@@ -105,14 +105,21 @@ def kubectl_json(*args):
 
 
 def cluster_nodes():
-    """node -> (labels, allocatable nvidia.com/gpu or None), read with real
+    """node -> (labels, {nvidia.com/ resource: allocatable}), read with real
     kubectl under sim_cluster's admin KUBECONFIG."""
     nodes = {}
     for item in kubectl_json("get", "nodes")["items"]:
         alloc = item.get("status", {}).get("allocatable", {})
         nodes[item["metadata"]["name"]] = (
-            item["metadata"].get("labels", {}), alloc.get("nvidia.com/gpu"))
+            item["metadata"].get("labels", {}),
+            {k: v for k, v in alloc.items() if k.startswith("nvidia.com/")})
     return nodes
+
+
+def kubectl_apply(text):
+    """kubectl apply -f - of TEXT (a manifest), as an operator would."""
+    subprocess.run(["kubectl", "apply", "-f", "-"], input=text, check=True,
+                   capture_output=True, text=True, timeout=60)
 
 
 def cluster_objects():

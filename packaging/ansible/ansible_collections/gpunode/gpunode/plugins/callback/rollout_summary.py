@@ -17,7 +17,7 @@ type: aggregate
 short_description: The gpunode rollout's summary, even when Ansible ended the playbook early
 version_added: 0.1.0
 description:
-  - Records the results the rollout's tasks register (C(gpunode_bundle_check),
+  - Records the results the rollout's tasks register (the bundle's,
     C(gpunode_cluster), C(gpunode_node), C(gpunode_check)) and, when the
     playbook ends without its summary play having run (a batch failed beyond
     C(max_fail_percentage), or all of it), prints each node's outcome and why,
@@ -30,10 +30,13 @@ requirements:
 
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.gpunode.gpunode.plugins.filter.fleet_summary import fleet_summary
+from ansible_collections.gpunode.gpunode.plugins.filter.fleet_summary import (
+    BUNDLE_RESULTS,
+    MAIN_RESULTS,
+    fleet_summary,
+)
 
-_REGISTERED = ('gpunode_bundle_check', 'gpunode_cluster', 'gpunode_node',
-               'gpunode_check')
+_REGISTERED = BUNDLE_RESULTS + MAIN_RESULTS
 
 
 class CallbackModule(CallbackBase):

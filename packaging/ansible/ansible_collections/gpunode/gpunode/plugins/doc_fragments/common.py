@@ -12,10 +12,22 @@ class ModuleDocFragment(object):
 options:
   binary:
     description:
-      - The gpunode binary on the node.
-      - Default is C(<bundle>/bin/gpunode) when C(bundle) is set, else
-        C(gpunode) on C(PATH) (the .deb's C(/usr/bin/gpunode)).
+      - The gpunode binary on the node, one you trust.
+      - Default is C(gpunode) on C(PATH) (the .deb's C(/usr/bin/gpunode)),
+        which verifies the bundle itself before it uses it. With none there,
+        the bundle's own C(bin/gpunode) runs only as a private copy (a 0700
+        directory) whose SHA-256 is the one the C(bundle.toml) verified on
+        the controller records (C(bundle_sha256)); without C(bundle_sha256)
+        it is refused, since a stick's binary cannot vouch for its stick.
     type: path
+  bundle_sha256:
+    description:
+      - SHA-256 of the C(bundle.toml) a trusted gpunode verified (on the
+        controller, M(gpunode.gpunode.gpunode_bundle)'s C(bundle.toml_sha256)).
+        This node's C(bundle.toml) must have it before the bundle's
+        C(bin/gpunode) may run; only used when no C(binary) is given and no
+        gpunode is on C(PATH).
+    type: str
   bundle:
     description:
       - The offline bundle directory on the node (the stick, mounted, or a
@@ -42,6 +54,6 @@ options:
     type: bool
     default: false
 requirements:
-  - gpunode on the node (the bundle's C(bin/gpunode), or the .deb), run as root
-    (use C(become)).
+  - gpunode on the node (the .deb, or the bundle's C(bin/gpunode) verified as
+    C(bundle_sha256) says), run as root (use C(become)).
 '''

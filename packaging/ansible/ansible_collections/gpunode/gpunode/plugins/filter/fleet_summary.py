@@ -49,6 +49,15 @@ _value:
 
 _DONE = ('ok', 'changed')
 
+# What the role registers on a host before its main task, in the order the
+# tasks run (roles/gpunode/tasks/bundle.yml): whichever first met a host
+# unreachable, or failed, decides its row. The callback
+# (plugins/callback/rollout_summary.py) records the same names.
+BUNDLE_RESULTS = ('gpunode_bundle_trusted', 'gpunode_bundle_node_toml',
+                  'gpunode_bundle_dir_made', 'gpunode_bundle_copy',
+                  'gpunode_bundle_check')
+MAIN_RESULTS = ('gpunode_cluster', 'gpunode_node', 'gpunode_check')
+
 
 def _mapping(value):
     # hostvars values are mapping-like (HostVarsVars), not always dicts.
@@ -120,16 +129,16 @@ def fleet_summary(hostvars, groups):
         vars_ = hostvars[host]
         if _mapping(vars_.get('gpunode_cluster')) is not None or \
                 host == servers[-1]:
-            row = _outcome([vars_.get('gpunode_bundle_check'),
-                            vars_.get('gpunode_cluster')])
+            row = _outcome([vars_.get(n) for n in BUNDLE_RESULTS] +
+                           [vars_.get('gpunode_cluster')])
             row.update(node=host, part='cluster part')
             rows.append(row)
             break
     short = _short_nodes(hostvars, servers)
     for host in gpu_nodes:
         vars_ = hostvars[host]
-        row = _outcome([vars_.get('gpunode_bundle_check'),
-                        vars_.get('gpunode_node')])
+        row = _outcome([vars_.get(n) for n in BUNDLE_RESULTS] +
+                       [vars_.get('gpunode_node')])
         facts = (vars_.get('ansible_facts') or {}).get('gpunode') or {}
         name = facts.get('node') or host
         if row['outcome'] in _DONE and name in short:

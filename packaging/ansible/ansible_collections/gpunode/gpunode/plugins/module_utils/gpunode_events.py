@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 
 # The event schema this collection reads; gpunode raises it when a field
 # changes meaning (docs/json-events.md, "Versioning"). A newer gpunode with
@@ -47,6 +48,74 @@ def safe_text(value):
         else:
             out.append(ch)
     return ''.join(out)
+
+
+# gpunode's flags as the operator sets them under Ansible: the role's
+# variable (the module option is the same name less `gpunode_`). The one
+# table of it; ansible_terms() rewrites fix and message text with it. None:
+# a flag without a value.
+FLAG_VARIABLES = {
+    '--all-nodes': 'gpunode_all_nodes',
+    '--restart-k3s': 'gpunode_restart_k3s',
+    '--replace-existing': 'gpunode_replace_existing',
+    '--upgrade-toolkit': 'gpunode_upgrade_toolkit',
+    '--rename-shared': 'gpunode_rename_shared',
+    '--smoke': 'gpunode_smoke',
+    '--insecure-skip-signature': 'gpunode_insecure_skip_signature',
+    '--variant': 'gpunode_variant',
+    '--replicas': 'gpunode_replicas',
+    '--node': 'gpunode_node',
+    '--timeout': 'gpunode_timeout',
+    '--min-driver': 'gpunode_min_driver',
+    '--image-archive': 'gpunode_image_archive',
+    '--bundle': 'gpunode_bundle_dir',
+    '--trust-key': 'gpunode_trust_keys',
+}
+_VALUED = ('--variant', '--replicas', '--node', '--timeout', '--min-driver',
+           '--image-archive', '--bundle', '--trust-key')
+_FLAG = re.compile(r'(?<![\w-])(--[a-z0-9][a-z0-9-]*)(?![\w-])'
+                   r'(?:(?:=| )(?!--)([^\s,;()]+))?')
+_INSTALL = re.compile(r'(?:sudo )?gpunode install((?: --[a-z0-9-]+'
+                      r'(?:(?:=| )(?!--)[^\s,;()]+)?)+)')
+
+
+def _variable(match, with_value):
+    flag, value = match.group(1), match.group(2)
+    name = FLAG_VARIABLES.get(flag)
+    if name is None:
+        return None
+    if flag not in _VALUED:
+        # A value-less flag took the next word by mistake: give it back.
+        # In a list of flags (--variant/--rename-shared), or "the same
+        # --rename-shared setting", it is a name.
+        after = match.string[match.end(1):]
+        listed = '/' in (match.string[match.start(1) - 1:match.start(1)] +
+                         after[:1]) or after.startswith(' setting')
+        return '%s%s%s' % (name, '' if listed else ': true',
+                           ' ' + value if value else '')
+    return '%s: %s' % (name, value) if value and with_value else name
+
+
+def ansible_terms(text):
+    """gpunode's fix or message text with its flags named as the role's
+    variables: `rerun gpunode with --restart-k3s` becomes `rerun the
+    playbook with gpunode_restart_k3s: true`, and `sudo gpunode install
+    --scope cluster --all-nodes` `the playbook with gpunode_all_nodes:
+    true` (the playbook picks the scope). Other text is left as it is."""
+    if not text:
+        return text
+
+    def command(m):
+        flags = [_variable(f, True) for f in _FLAG.finditer(m.group(1))]
+        named = [f for f in flags if f]
+        if not named:
+            return m.group(0)
+        return 'rerun the playbook with ' + ', '.join(named)
+    text = _INSTALL.sub(command, text)
+    text = _FLAG.sub(lambda m: _variable(m, m.group(1) in _VALUED) or
+                     m.group(0), text)
+    return re.sub(r'\brerun (?:rerun )?(?:gpunode |the playbook )?with ',
+                  'rerun the playbook with ', text)
 
 
 class EventError(Exception):
@@ -128,8 +197,8 @@ def failure(events, result):
                 'stage': e.get('layer'),
                 'layer': e.get('layer'),
                 'code': None,
-                'message': safe_text(e.get('message')),
-                'fix': safe_text(e.get('fix')) or None,
+                'message': ansible_terms(safe_text(e.get('message'))),
+                'fix': ansible_terms(safe_text(e.get('fix'))) or None,
             }
     for e in events:
         if e.get('event') == 'stage' and e.get('status') == 'blocked':
@@ -137,8 +206,8 @@ def failure(events, result):
                 'stage': e.get('stage'),
                 'layer': safe_text(e.get('layer')),
                 'code': e.get('code'),
-                'message': safe_text(e.get('summary')),
-                'fix': safe_text(e.get('fix')) or None,
+                'message': ansible_terms(safe_text(e.get('summary'))),
+                'fix': ansible_terms(safe_text(e.get('fix'))) or None,
             }
     return {
         'stage': None,
@@ -186,17 +255,18 @@ def summary(result, events):
             'stage': name,
             'status': s.get('status'),
             'code': e.get('code'),
-            'summary': safe_text(e.get('summary')),
-            'fix': safe_text(e.get('fix')) or None,
+            'summary': ansible_terms(safe_text(e.get('summary'))),
+            'fix': ansible_terms(safe_text(e.get('fix'))) or None,
         })
     for e in events:
         if e.get('event') == 'warning':
-            out['warnings'].append('%s: %s' % (safe_text(e.get('layer')),
-                                               safe_text(e.get('message'))))
+            out['warnings'].append('%s: %s' % (
+                safe_text(e.get('layer')),
+                ansible_terms(safe_text(e.get('message')))))
         elif e.get('event') == 'stage':
             for w in e.get('warnings', []) or []:
-                out['warnings'].append('%s: %s' % (e.get('stage'),
-                                                   safe_text(w)))
+                out['warnings'].append('%s: %s' % (
+                    e.get('stage'), ansible_terms(safe_text(w))))
     return out
 
 
@@ -225,7 +295,8 @@ def facts(events, result):
             'ok': bool(n.get('ok')),
         }
         if n.get('cause'):
-            entry['cause'] = {k: safe_text(v) for k, v in n['cause'].items()}
+            entry['cause'] = {k: ansible_terms(safe_text(v))
+                              for k, v in n['cause'].items()}
         nodes.append(entry)
         if n.get('this_node'):
             this_node = entry

@@ -8,7 +8,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import os
+import tempfile
 
 from ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode_events import (
     EventError,
@@ -25,6 +27,7 @@ COMMON_ARGS = dict(
     root=dict(type='path', default='/'),
     trust_keys=dict(type='list', elements='path', default=[], no_log=False),
     insecure_skip_signature=dict(type='bool', default=False),
+    bundle_sha256=dict(type='str'),
 )
 
 # At most this much of gpunode's stderr goes into a failure's result.
@@ -32,14 +35,124 @@ _STDERR_TAIL = 4000
 
 
 def binary_of(module):
-    """The gpunode to run: `binary`, else the bundle's bin/gpunode (the
-    portable one the stick carries), else gpunode on PATH."""
+    """The gpunode to run, one that is trusted: `binary` (the operator named
+    it), else the gpunode installed on this node (PATH; it verifies the
+    bundle itself before it uses it), else the bundle's own bin/gpunode,
+    but only as a private copy whose SHA-256 is the one the controller's
+    verified bundle.toml records (`bundle_sha256`; see
+    verified_bundle_binary). A stick's binary cannot vouch for its stick.
+    None in check mode when the bundle is still to be copied and nothing
+    here can plan before it (`bundle_pending`)."""
     p = module.params
     if p.get('binary'):
         return p['binary']
+    installed = module.get_bin_path('gpunode')
+    if installed:
+        return installed
     if p.get('bundle'):
-        return os.path.join(p['bundle'], 'bin', 'gpunode')
-    return module.get_bin_path('gpunode', required=True)
+        return verified_bundle_binary(module, p['bundle'], p.get('bundle_sha256'))
+    if module.check_mode and p.get('bundle_pending', False):
+        return None
+    module.fail_json(
+        msg='no gpunode to run on this node: install the gpunode .deb, set '
+        '`binary`, or give `bundle` with `bundle_sha256` (the role sets it '
+        'once the controller verified the bundle)',
+        failure=dict(code=NO_BINARY, stage='bundle', layer='bundle'))
+
+
+# Why the bundle's own binary was refused (the result's failure.code).
+NO_BINARY = 'bundle.no-trusted-binary'
+UNVERIFIED = 'bundle.binary-unverified'
+TOML_MISMATCH = 'bundle.toml-mismatch'
+BINARY_MISMATCH = 'bundle.binary-mismatch'
+
+_CHUNK = 1 << 20
+# bundle.toml is at most this big (bundle/manifest.cpp, kMaxManifestBytes).
+_MAX_TOML = 64 << 20
+
+
+def _refuse(module, code, message):
+    module.fail_json(msg=message, failure=dict(
+        code=code, stage='bundle', layer='bundle', message=message,
+        fix='install the gpunode .deb from media you trust (or set '
+        '`binary`), or let the controller verify the bundle first (the '
+        "role's gpunode_bundle_src)"))
+
+
+def _read_limited(module, path, limit):
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, 'rb') as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        _refuse(module, TOML_MISMATCH, '%s is larger than a bundle.toml may '
+                'be' % safe_text(path))
+    return data
+
+
+def listed_sha256(toml_bytes, path):
+    """The sha256 bundle.toml records for PATH, from the [[files]] tables
+    gpunode writes (bundle/manifest.cpp, write_manifest); None when it has
+    none. Read only after its digest matched a verified one."""
+    entry = None
+    for raw in toml_bytes.decode('utf-8', 'replace').splitlines():
+        line = raw.strip()
+        if line.startswith('['):
+            entry = {} if line == '[[files]]' else None
+            continue
+        if entry is None or ' = ' not in line:
+            continue
+        key, _, value = line.partition(' = ')
+        if value.startswith('"') and value.endswith('"'):
+            entry[key] = value[1:-1]
+        if entry.get('path') == path and 'sha256' in entry:
+            return entry['sha256']
+    return None
+
+
+def verified_bundle_binary(module, bundle, bundle_sha256):
+    """The bundle's bin/gpunode, runnable only as a private copy: this
+    node's bundle.toml must be the one a trusted gpunode verified (its
+    SHA-256 is `bundle_sha256`), and the copy's SHA-256, taken while
+    copying into a 0700 directory, the one that bundle.toml records for
+    bin/gpunode. The copy, not the stick's file, runs, so the file cannot
+    be swapped between the check and the exec."""
+    if not bundle_sha256:
+        _refuse(module, UNVERIFIED,
+                'refusing to run %s/bin/gpunode: no trusted gpunode has '
+                'verified this bundle (no gpunode on PATH, no `binary`, no '
+                '`bundle_sha256` from a verify on the controller)'
+                % safe_text(bundle))
+    toml = _read_limited(module, os.path.join(bundle, 'bundle.toml'), _MAX_TOML)
+    if hashlib.sha256(toml).hexdigest() != bundle_sha256.lower():
+        _refuse(module, TOML_MISMATCH,
+                'refusing to run %s/bin/gpunode: this bundle.toml is not the '
+                'one the controller verified (SHA-256 %s, verified %s)' % (
+                    safe_text(bundle), hashlib.sha256(toml).hexdigest(),
+                    safe_text(bundle_sha256)))
+    want = listed_sha256(toml, 'bin/gpunode')
+    if want is None:
+        _refuse(module, BINARY_MISMATCH,
+                'refusing to run %s/bin/gpunode: the verified bundle.toml '
+                'does not list bin/gpunode' % safe_text(bundle))
+    private = tempfile.mkdtemp(prefix='gpunode-', dir=module.tmpdir)
+    os.chmod(private, 0o700)
+    copy = os.path.join(private, 'gpunode')
+    digest = hashlib.sha256()
+    src = os.open(os.path.join(bundle, 'bin', 'gpunode'),
+                  os.O_RDONLY | os.O_NOFOLLOW)
+    dst = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                  0o700)
+    with os.fdopen(src, 'rb') as fin, os.fdopen(dst, 'wb') as fout:
+        for block in iter(lambda: fin.read(_CHUNK), b''):
+            digest.update(block)
+            fout.write(block)
+    if digest.hexdigest() != want:
+        os.unlink(copy)
+        _refuse(module, BINARY_MISMATCH,
+                'refusing to run %s/bin/gpunode: its SHA-256 %s is not the '
+                '%s the verified bundle.toml records' % (
+                    safe_text(bundle), digest.hexdigest(), safe_text(want)))
+    return copy
 
 
 def trust_flags(params):

@@ -31,9 +31,14 @@ description:
     layer that would change, the state now and after (each GPU node's slots for
     the device plugin). C(state=absent) has no plan; in check mode it is skipped.
   - In check mode on a node whose cluster part has not run yet (the playbook's
-    check run plans it just before), the node's plan leaves out the RuntimeClass
-    and the slots, which need the cluster part's objects, and plans the rest
-    (the image, the labels), with a warning.
+    check run plans it just before), the node's plan leaves out the RuntimeClass,
+    the plugin pod and the slots, which need the cluster part's objects, and
+    plans the rest (the image, the labels); those stages are reported as
+    C(would), with a warning, not as failed. C(cluster_part_pending) says the
+    cluster part's plan would still change something.
+  - In check mode with the bundle still to be copied (C(bundle_pending)) and
+    no gpunode on the node to plan with, it reports that it would copy the
+    bundle and plan after the copy (changed, not failed).
 extends_documentation_fragment:
   - gpunode.gpunode.common
 options:
@@ -121,8 +126,9 @@ options:
   timeout:
     description:
       - How long gpunode may wait for the cluster (for example C(10m), C(90s)).
+      - Unset, gpunode's own setting holds (C(GPUNODE_TIMEOUT), else the
+        site's C(config.toml), else 10m).
     type: str
-    default: 10m
   smoke:
     description:
       - Finally run a CUDA Pod and require C(Test PASSED) in its log (a run of
@@ -142,6 +148,21 @@ options:
     type: list
     elements: str
     default: []
+  bundle_pending:
+    description:
+      - Check mode only. The bundle is still to be copied to this node (the
+        role's C(gpunode_bundle_src)); with no gpunode here to plan with, the
+        result says it would copy the bundle and plan after the copy.
+    type: bool
+    default: false
+  cluster_part_pending:
+    description:
+      - Check mode only. The cluster part's plan in this same check run would
+        still create or change the RuntimeClass, the device plugin DaemonSet
+        or its ConfigMap, so this node's stages that read them (C(runtimeclass),
+        C(plugin), C(allocatable)) are planned as C(would), not failed.
+    type: bool
+    default: false
   keep_image:
     description:
       - With C(state=absent), keep the device plugin image in containerd.
@@ -298,9 +319,11 @@ def main():
         restart_k3s=dict(type='bool', default=False),
         upgrade_toolkit=dict(type='bool', default=False),
         min_driver=dict(type='str'),
-        timeout=dict(type='str', default='10m'),
+        timeout=dict(type='str'),
         smoke=dict(type='bool', default=False),
         keep_image=dict(type='bool', default=False),
+        cluster_part_pending=dict(type='bool', default=False),
+        bundle_pending=dict(type='bool', default=False),
         only=dict(type='list', elements='str', default=[]),
         skip=dict(type='list', elements='str', default=[]),
     )
@@ -318,6 +341,12 @@ def main():
                           uninstall_flags(p))
         finish(module, run, wrote_something(run.events, run.result))
 
+    if gpunode is None:
+        # Check mode, the bundle still to be copied, no gpunode here yet.
+        module.exit_json(changed=True, msg=PLAN_AFTER_COPY, gpunode=dict(
+            command='plan', status='would-copy-bundle', scope=p['scope'],
+            summary=PLAN_AFTER_COPY, failure=None, warnings=[], stages=[]))
+
     plan = None
     if module.check_mode or module._diff:
         # plan changes nothing: the API server's dry run stands in for the
@@ -325,7 +354,7 @@ def main():
         plan = run_gpunode(module, [gpunode, 'plan', '--json'] +
                            stage_flags(p, 'plan'))
         if module.check_mode:
-            if blocked_on_cluster_part(plan):
+            if waits_on_cluster_part(plan, p['cluster_part_pending']):
                 plan = plan_without_cluster_part(module, gpunode, p)
                 finish(module, plan, True, plan)
             finish(module, plan, would_write(plan.events), plan)
@@ -334,29 +363,40 @@ def main():
     finish(module, run, wrote_something(run.events, run.result), plan)
 
 
+PLAN_AFTER_COPY = ('check mode: would copy the bundle to this node, then plan '
+                   'from it; no gpunode is on this node before the copy, so '
+                   'the plan comes after it')
+
 # Where a node's plan stops when the cluster part is still to be made: in
 # check mode the playbook plans the cluster part before the node parts, so
-# the RuntimeClass and the DaemonSet exist only as a plan.
+# the RuntimeClass and the DaemonSet exist only as a plan. k3s already
+# ships RuntimeClass nvidia, so the node's plan then stops later, at the
+# plugin pod or the slots (no plugin pod runs on this node yet).
 CLUSTER_PART_MISSING = 'runtimeclass.cluster-part'
+CLUSTER_PART_STAGES = ('runtimeclass', 'plugin', 'allocatable')
 
 
-def blocked_on_cluster_part(run):
+def waits_on_cluster_part(run, cluster_part_pending):
     what = failure(run.events, run.result)
-    return what is not None and what.get('code') == CLUSTER_PART_MISSING
+    if what is None:
+        return False
+    if what.get('code') == CLUSTER_PART_MISSING:
+        return True
+    return cluster_part_pending and what.get('stage') in CLUSTER_PART_STAGES
 
 
 def plan_without_cluster_part(module, gpunode, p):
     """This node's plan as it will be once the cluster part has run: the
-    stages that need the cluster part's objects (the RuntimeClass, and the
-    slots, which need the DaemonSet's pod) are left out, so the image and
-    the labels are planned. A layer that is broken still fails."""
-    params = dict(p, skip=list(p.get('skip') or []) +
-                  ['runtimeclass', 'allocatable'])
+    stages that read the cluster part's objects (the RuntimeClass, the
+    plugin pod, the slots) are left out, so the image and the labels are
+    planned. A layer that is broken still fails."""
+    params = dict(p, skip=list(p.get('skip') or []) + list(CLUSTER_PART_STAGES))
     run = run_gpunode(module, [gpunode, 'plan', '--json'] +
                       stage_flags(params, 'plan'))
-    module.warn('check mode: the cluster part has not run yet, so this '
-                'node\'s plan leaves out the RuntimeClass and the slots '
-                '(they need the cluster part\'s objects)')
+    module.warn('check mode: would: %s follow the cluster part, which has not '
+                'run yet; this node\'s plan leaves them out (they read the '
+                'RuntimeClass, the DaemonSet and its pod)'
+                % ', '.join(CLUSTER_PART_STAGES))
     return run
 
 

@@ -19,6 +19,12 @@ description:
   - Fails, naming each problem, when a hash or the signature does not verify.
     gpunode then refuses the bundle anyway, so nothing downstream runs on it.
   - Never changes anything, so C(changed) is always false.
+  - Run on the controller (C(delegate_to=localhost)) with the controller's
+    own gpunode, it returns C(bundle.toml_sha256), the digest of the
+    C(bundle.toml) it verified; given to the modules on a node as
+    C(bundle_sha256), it lets a node without a gpunode of its own run the
+    bundle's C(bin/gpunode), once that file's SHA-256 is the one this
+    verified C(bundle.toml) records.
 extends_documentation_fragment:
   - gpunode.gpunode.common
 options:
@@ -80,7 +86,15 @@ bundle:
     seconds:
       description: How long the check took.
       type: float
+    toml_sha256:
+      description: >-
+        SHA-256 of the bundle.toml that was verified (read before and after
+        the verify: a file that changed meanwhile fails).
+      type: str
 '''
+
+import hashlib
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -108,6 +122,8 @@ def main():
     p = module.params
     argv = [binary_of(module), 'bundle', 'verify', p['bundle'], '--json'] + \
         root_flags(p) + trust_flags(p)
+    toml = os.path.join(p['bundle'], 'bundle.toml')
+    before = toml_digest(toml)
     if p['threads']:
         argv += ['--threads', str(p['threads'])]
     run = run_gpunode(module, argv)
@@ -117,6 +133,9 @@ def main():
                          changed=False, rc=run.rc, failure=what,
                          stderr_tail=run.stderr)
     r = run.result
+    if toml_digest(toml) != before:
+        module.fail_json(msg='%s changed while it was verified' % toml,
+                         changed=False, cmd=run.argv)
     module.exit_json(
         changed=False,
         cmd=run.argv,
@@ -124,9 +143,17 @@ def main():
             p['bundle'], r.get('files'), r.get('bytes'),
             'signed by %s' % r.get('key_fingerprint') if r.get('signed')
             else 'signature NOT checked'),
-        bundle=dict((k, r.get(k)) for k in (
+        bundle=dict(((k, r.get(k)) for k in (
             'files', 'bytes', 'images', 'signed', 'key_fingerprint',
-            'seconds')))
+            'seconds')), toml_sha256=before))
+
+
+def toml_digest(path):
+    try:
+        with open(path, 'rb') as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except (IOError, OSError):
+        return None
 
 
 if __name__ == '__main__':

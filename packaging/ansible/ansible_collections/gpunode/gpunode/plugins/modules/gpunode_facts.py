@@ -35,6 +35,22 @@ options:
     description:
       - Kubeconfig to reach the cluster (a host path, under C(root)).
     type: path
+  variant:
+    description:
+      - The device plugin variant the cluster should run, as rolled out
+        (M(gpunode.gpunode.gpunode)'s C(variant)); with C(scope=cluster) each
+        GPU node's slots are judged against it. Unset, gpunode's default.
+    type: str
+    choices: [default, time-slicing]
+  replicas:
+    description:
+      - Time-slicing slots per GPU, as rolled out.
+    type: int
+  rename_shared:
+    description:
+      - The slots are advertised as C(nvidia.com/gpu.shared), as rolled out.
+    type: bool
+    default: false
   only:
     description:
       - Check only these stages (for example C(driver)).
@@ -176,6 +192,9 @@ def main():
     argument_spec.update(
         scope=dict(type='str', choices=['node', 'cluster', 'both']),
         kubeconfig=dict(type='path'),
+        variant=dict(type='str', choices=['default', 'time-slicing']),
+        replicas=dict(type='int'),
+        rename_shared=dict(type='bool', default=False),
         only=dict(type='list', elements='str', default=[]),
         require_healthy=dict(type='bool', default=False),
     )
@@ -185,7 +204,9 @@ def main():
     argv = [binary_of(module), 'status', '--json'] + root_flags(p) + \
         trust_flags(p) + option_flags(p, (
             ('bundle', '--bundle'), ('scope', '--scope'),
-            ('kubeconfig', '--kubeconfig'), ('only', '--only')))
+            ('kubeconfig', '--kubeconfig'), ('variant', '--variant'),
+            ('replicas', '--replicas'), ('rename_shared', '--rename-shared'),
+            ('only', '--only')))
     run = run_gpunode(module, argv)
     brief = summary(run.result, run.events)
     result = dict(changed=False, gpunode=brief, cmd=run.argv,

@@ -106,6 +106,32 @@ class FleetSummaryTest(unittest.TestCase):
         self.assertEqual(row['outcome'], 'failed')
         self.assertEqual(row['message'], 'images/x.tar: SHA-256 differs')
 
+    def test_unreachable_at_whichever_task_met_it_first(self):
+        # The bundle copy's tasks (a stat of the node's bundle.toml, the
+        # directory, the tar unpacked) meet an unreachable node before any
+        # gpunode module does.
+        for name in ('gpunode_bundle_node_toml', 'gpunode_bundle_dir_made',
+                     'gpunode_bundle_copy'):
+            hostvars = self.hostvars()
+            hostvars['gpu-d'] = {name: {
+                'unreachable': True, 'changed': False,
+                'msg': 'ssh: connect to host gpu-d port 22: Connection refused'}}
+            row = by_node(fleet_summary(hostvars, GROUPS))['gpu-d']
+            self.assertEqual(row['outcome'], 'unreachable', name)
+            self.assertEqual(row['line'], 'gpu-d (node part): unreachable: '
+                             'ssh: connect to host gpu-d port 22: Connection '
+                             'refused')
+
+    def test_the_controller_verify_failing_names_the_bundle_problem(self):
+        hostvars = self.hostvars()
+        hostvars['gpu-a'] = {'gpunode_bundle_trusted': {
+            'failed': True, 'changed': False,
+            'msg': 'gpunode bundle verify: integrity failure at bundle: '
+                   'bin/gpunode: SHA-256 differs'}}
+        row = by_node(fleet_summary(hostvars, GROUPS))['gpu-a']
+        self.assertEqual(row['outcome'], 'failed')
+        self.assertEqual(row['message'], 'gpunode bundle verify: integrity '
+                         'failure at bundle: bin/gpunode: SHA-256 differs')
 
 if __name__ == '__main__':
     unittest.main()

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import unittest
 
 from ansible_collections.gpunode.gpunode.plugins.module_utils import gpunode_events as ev
@@ -121,6 +122,66 @@ class FailureTest(unittest.TestCase):
                                      summary='allocatable: 1 of 2'))
         self.assertEqual(what['message'], 'allocatable: 1 of 2')
         self.assertIsNone(what['stage'])
+
+
+class AnsibleTermsTest(unittest.TestCase):
+    # gpunode's own fix lines (installer/stages/*.cpp), as an operator of
+    # the role reads them: its variables, not gpunode's flags.
+    CASES = (
+        ('sudo systemctl restart k3s-agent, or rerun gpunode with --restart-k3s',
+         'sudo systemctl restart k3s-agent, or rerun the playbook with '
+         'gpunode_restart_k3s: true'),
+        ('sudo systemctl restart k3s, or gpunode install --restart-k3s',
+         'sudo systemctl restart k3s, or rerun the playbook with '
+         'gpunode_restart_k3s: true'),
+        ('sudo gpunode install --scope cluster --all-nodes --variant '
+         'time-slicing --replicas 4',
+         'rerun the playbook with gpunode_all_nodes: true, gpunode_variant: '
+         'time-slicing, gpunode_replicas: 4'),
+        ('rerun with --all-nodes to change every GPU node',
+         'rerun the playbook with gpunode_all_nodes: true to change every GPU '
+         'node'),
+        ('delete it, or rerun gpunode with --replace-existing. To keep',
+         'delete it, or rerun the playbook with gpunode_replace_existing: '
+         'true. To keep'),
+        ('; rerun with --upgrade-toolkit to install the bundle\'s',
+         '; rerun the playbook with gpunode_upgrade_toolkit: true to install '
+         'the bundle\'s'),
+        ('rerun here without --variant/--replicas/--rename-shared to take',
+         'rerun here without gpunode_variant/gpunode_replicas/'
+         'gpunode_rename_shared to take'),
+        ('use the same --rename-shared setting as the cluster\'s workloads',
+         'use the same gpunode_rename_shared setting as the cluster\'s '
+         'workloads'),
+        # Text without a flag the role sets stays as it is.
+        ('gpunode install --skip plugin, and give the platform',
+         'gpunode install --skip plugin, and give the platform'),
+        ('sudo systemctl restart k3s-agent', 'sudo systemctl restart k3s-agent'),
+    )
+
+    def test_flags_become_the_role_variables(self):
+        for text, want in self.CASES:
+            self.assertEqual(ev.ansible_terms(text), want)
+
+    def test_the_failure_and_the_stages_speak_ansible(self):
+        events = [stage('handler', 'blocked',
+                        fix='sudo systemctl restart k3s-agent, or rerun '
+                        'gpunode with --restart-k3s')]
+        res = result(exit_code=1, status='blocked',
+                     stages=[('handler', 'blocked')])
+        want = ('sudo systemctl restart k3s-agent, or rerun the playbook '
+                'with gpunode_restart_k3s: true')
+        self.assertEqual(ev.failure(events, res)['fix'], want)
+        self.assertEqual(ev.summary(res, events)['stages'][0]['fix'], want)
+
+    def test_every_variable_named_is_one_the_role_has(self):
+        defaults = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', '..', 'roles', 'gpunode', 'defaults',
+                                'main.yml')
+        with open(defaults) as f:
+            text = f.read()
+        for name in ev.FLAG_VARIABLES.values():
+            self.assertIn('\n%s:' % name, text, name)
 
 
 class SafeTextTest(unittest.TestCase):

@@ -99,7 +99,8 @@ class BadInputTest(HostTreeCase):
         self.assertFalse(r['changed'])
         self.assertEqual(r['gpunode']['exit_code'], 2)
         self.assertEqual(r['gpunode']['status'], 'invalid-input')
-        self.assertIn('--replicas', r['msg'])
+        # Under Ansible the flag is named as the role's variable.
+        self.assertIn('gpunode_replicas', r['msg'])
         self.assertEqual(snapshot(self.root), before)
 
     def test_a_bad_module_argument_never_runs_gpunode(self):
@@ -198,6 +199,212 @@ class FactsTest(HostTreeCase):
         self.assertEqual(rc, 1)
         self.assertTrue(r['msg'].startswith('gpunode status: blocked at driver'),
                         r['msg'])
+
+
+class TimeoutTest(HostTreeCase):
+    def test_no_timeout_flag_unless_the_play_sets_one(self):
+        # gpunode's own setting (GPUNODE_TIMEOUT, config.toml) holds then.
+        binary = stand_in(self.tmp, (
+            'import json\n'
+            'print(json.dumps({"event": "result", "schema": 1, "command": '
+            '"install", "exit_code": 0, "status": "done", "summary": "done", '
+            '"stages": []}))\n'))
+        rc, r = run_module('gpunode', {'binary': binary}, self.env)
+        self.assertEqual(rc, 0, r.get('msg'))
+        self.assertNotIn('--timeout', r['cmd'])
+        rc, r = run_module('gpunode', {'binary': binary, 'timeout': '90s'},
+                           self.env)
+        self.assertEqual(r['cmd'][-2:], ['--timeout', '90s'])
+
+
+# A gpunode that plans like a node whose cluster part is still to come: the
+# plan stops at STAGE unless --skip leaves it out; then the labels would
+# change.
+WAITS_ON_CLUSTER_PART = '''import json
+argv = sys.argv[1:]
+skip = argv[argv.index('--skip') + 1].split(',') if '--skip' in argv else []
+def out(e):
+    print(json.dumps(e))
+if 'allocatable' in skip:
+    out({'event': 'stage', 'stage': 'labels', 'layer': 'labels',
+         'status': 'would-apply', 'code': 'labels.needed', 'summary': 'x'})
+    out({'event': 'result', 'schema': 1, 'command': 'plan', 'exit_code': 0,
+         'status': 'done', 'summary': 'would label',
+         'stages': [{'stage': 'labels', 'status': 'would-apply'}]})
+    sys.exit(0)
+out({'event': 'stage', 'stage': 'allocatable', 'layer': 'device plugin',
+     'status': 'blocked', 'code': 'allocatable.blocked',
+     'summary': 'no device plugin pod runs on this node yet',
+     'fix': 'on a server: sudo gpunode install --scope cluster'})
+out({'event': 'result', 'schema': 1, 'command': 'plan', 'exit_code': 1,
+     'status': 'blocked', 'summary': 'blocked',
+     'stages': [{'stage': 'allocatable', 'status': 'blocked'}]})
+sys.exit(1)
+'''
+
+
+class CheckModeTest(HostTreeCase):
+    def test_stages_after_a_planned_cluster_part_are_would_not_failed(self):
+        binary = stand_in(self.tmp, WAITS_ON_CLUSTER_PART)
+        rc, r = run_module('gpunode', {'binary': binary, 'scope': 'node',
+                                       'cluster_part_pending': True},
+                           self.env, check_mode=True)
+        self.assertEqual(rc, 0, r.get('msg'))
+        self.assertTrue(r['changed'])
+        self.assertFalse(r.get('failed'))
+        self.assertIn('runtimeclass,plugin,allocatable',
+                      r['cmd'][r['cmd'].index('--skip') + 1])
+        self.assertTrue(any('would: runtimeclass, plugin, allocatable' in w
+                            for w in r.get('warnings', [])), r)
+
+    def test_without_a_pending_cluster_part_the_block_is_real(self):
+        binary = stand_in(self.tmp, WAITS_ON_CLUSTER_PART)
+        rc, r = run_module('gpunode', {'binary': binary, 'scope': 'node'},
+                           self.env, check_mode=True)
+        self.assertEqual(rc, 1)
+        self.assertEqual(r['gpunode']['failure']['code'], 'allocatable.blocked')
+
+    def test_a_bundle_still_to_copy_plans_after_the_copy(self):
+        env = dict(self.env, PATH=NO_GPUNODE_PATH)
+        rc, r = run_module('gpunode', {'bundle_pending': True, 'scope': 'node'},
+                           env, check_mode=True)
+        self.assertEqual(rc, 0, r.get('msg'))
+        self.assertTrue(r['changed'])
+        self.assertIn('would copy the bundle to this node, then plan',
+                      r['msg'])
+        # Out of check mode the same is no gpunode at all.
+        rc, r = run_module('gpunode', {'bundle_pending': True}, env)
+        self.assertEqual(rc, 1)
+        self.assertIn('no gpunode to run on this node', r['msg'])
+
+
+# A PATH without any gpunode: the node has none of its own.
+NO_GPUNODE_PATH = '/usr/bin:/bin'
+
+
+def sha256_of(path):
+    with open(path, 'rb') as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class TrustTest(unittest.TestCase):
+    """A stick whose bin/gpunode was swapped for a script: the script must
+    never run, on a node with a gpunode of its own and on one without."""
+
+    @classmethod
+    def setUpClass(cls):
+        for d in NO_GPUNODE_PATH.split(':') + ['/sbin', '/usr/sbin',
+                                               '/usr/local/sbin']:
+            if os.path.exists(os.path.join(d, 'gpunode')):
+                raise unittest.SkipTest('%s/gpunode is installed here' % d)
+        cls.tmp = tempfile.mkdtemp(prefix='gpunode-collection-')
+        cls.key = os.path.join(cls.tmp, 'site')
+        quiet = dict(check=True, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+        subprocess.run([GPUNODE, 'bundle', 'keygen', '--out', cls.key], **quiet)
+        archive = os.path.join(cls.tmp, 'image.tar')
+        subprocess.run([MAKE_TEST_IMAGE, archive], **quiet)
+        cls.good = os.path.join(cls.tmp, 'good')
+        subprocess.run([GPUNODE, 'bundle', 'create', '--out', cls.good,
+                        '--image-archive', archive,
+                        '--sign-key', cls.key + '.key'], **quiet)
+        # The controller verifies the good bundle with its own gpunode.
+        rc, r = run_module('gpunode_bundle', {
+            'binary': GPUNODE, 'bundle': cls.good,
+            'trust_keys': [cls.key + '.pub']})
+        assert rc == 0, r
+        cls.verified = r['bundle']['toml_sha256']
+        # The swapped stick: the same signed bundle.toml, bin/gpunode a script.
+        cls.swapped = os.path.join(cls.tmp, 'swapped')
+        shutil.copytree(cls.good, cls.swapped)
+        cls.marker = os.path.join(cls.tmp, 'the-stick-binary-ran')
+        script = os.path.join(cls.swapped, 'bin', 'gpunode')
+        os.unlink(script)
+        with open(script, 'w') as f:
+            f.write('#!/bin/sh\ntouch %s\n' % cls.marker)
+        os.chmod(script, 0o755)
+        # A node with a gpunode of its own (the .deb's, on PATH).
+        cls.installed = os.path.join(cls.tmp, 'usr-bin')
+        os.mkdir(cls.installed)
+        os.symlink(GPUNODE, os.path.join(cls.installed, 'gpunode'))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def setUp(self):
+        self.assertFalse(os.path.exists(self.marker))
+
+    def tearDown(self):
+        self.assertFalse(os.path.exists(self.marker),
+                         "the stick's own bin/gpunode ran")
+
+    def args(self, bundle, **extra):
+        a = {'bundle': bundle, 'trust_keys': [self.key + '.pub']}
+        a.update(extra)
+        return a
+
+    def test_the_controller_verify_gives_the_bundle_toml_digest(self):
+        self.assertEqual(self.verified,
+                         sha256_of(os.path.join(self.good, 'bundle.toml')))
+
+    def test_without_a_trusted_verify_the_stick_binary_is_refused(self):
+        before = snapshot(self.swapped)
+        for module in ('gpunode_bundle', 'gpunode_facts', 'gpunode'):
+            rc, r = run_module(module, self.args(self.swapped),
+                               {'PATH': NO_GPUNODE_PATH})
+            self.assertEqual(rc, 1, module)
+            self.assertEqual(r['failure']['code'], 'bundle.binary-unverified')
+            self.assertIn('refusing to run %s/bin/gpunode' % self.swapped,
+                          r['msg'])
+        self.assertEqual(snapshot(self.swapped), before)
+
+    def test_a_swapped_binary_is_refused_before_it_runs(self):
+        before = snapshot(self.swapped)
+        for module in ('gpunode_bundle', 'gpunode_facts', 'gpunode'):
+            rc, r = run_module(module, self.args(
+                self.swapped, bundle_sha256=self.verified),
+                {'PATH': NO_GPUNODE_PATH})
+            self.assertEqual(rc, 1, module)
+            self.assertEqual(r['failure']['code'], 'bundle.binary-mismatch')
+            self.assertIn('is not the %s the verified bundle.toml records'
+                          % sha256_of(os.path.join(self.good, 'bin',
+                                                   'gpunode')), r['msg'])
+        self.assertEqual(snapshot(self.swapped), before)
+
+    def test_another_bundle_toml_than_the_verified_one_is_refused(self):
+        rc, r = run_module('gpunode_bundle', self.args(
+            self.swapped, bundle_sha256='0' * 64), {'PATH': NO_GPUNODE_PATH})
+        self.assertEqual(rc, 1)
+        self.assertEqual(r['failure']['code'], 'bundle.toml-mismatch')
+
+    def test_an_installed_gpunode_verifies_and_refuses_the_stick(self):
+        # The installed gpunode runs, never the stick's: exit 4, naming the
+        # swapped file.
+        before = snapshot(self.swapped)
+        rc, r = run_module('gpunode_bundle', self.args(self.swapped),
+                           {'PATH': self.installed + ':' + NO_GPUNODE_PATH})
+        self.assertEqual(rc, 1)
+        self.assertEqual(r['rc'], 4)
+        self.assertIn('bin/gpunode', r['msg'])
+        self.assertEqual(snapshot(self.swapped), before)
+
+    def test_an_installed_gpunode_runs_in_place_of_the_stick(self):
+        rc, r = run_module('gpunode_bundle', self.args(self.good),
+                           {'PATH': self.installed + ':' + NO_GPUNODE_PATH})
+        self.assertEqual(rc, 0, r.get('msg'))
+        self.assertEqual(r['cmd'][0], os.path.join(self.installed, 'gpunode'))
+
+    def test_the_verified_stick_binary_runs_as_a_private_copy(self):
+        rc, r = run_module('gpunode_bundle', self.args(
+            self.good, bundle_sha256=self.verified), {'PATH': NO_GPUNODE_PATH})
+        self.assertEqual(rc, 0, r.get('msg'))
+        self.assertTrue(r['bundle']['signed'])
+        copy = r['cmd'][0]
+        self.assertNotEqual(copy, os.path.join(self.good, 'bin', 'gpunode'))
+        self.assertEqual(os.path.basename(copy), 'gpunode')
+        # The private directory went with the module's temp dir.
+        self.assertFalse(os.path.exists(copy))
 
 
 class BundleTest(unittest.TestCase):
