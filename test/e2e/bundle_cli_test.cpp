@@ -188,7 +188,7 @@ TEST_CASE(
   TempDir tmp;
   const std::string password = "Pw-7f3a9c";
   const auto before = snapshot_tree(tmp.path());
-  for (const std::string ref :
+  for (const std::string& ref :
        {"alice:" + password + "@harbor.example.com",
         "alice:" + password + "@harbor.example.com:443"}) {
     INFO(ref);
