@@ -47,11 +47,15 @@ constexpr const char* kLayer = "bundle";
 // Where the Ansible collection goes: ANSIBLE_COLLECTIONS_PATH on the
 // controller (README, "Portable binary and packages").
 constexpr const char* kCollectionsDir = "ansible/collections";
+// `dirname --` and the "./" keep a bundle reached through a relative path
+// that starts with '-' (sh -- -stick/install.sh) from being read as options,
+// by dirname and then by gpunode's --bundle.
 constexpr const char* kInstallSh =
     "#!/bin/sh\n"
     "# gpunode offline bundle: installs from this directory; safe to rerun.\n"
-    "exec \"$(dirname \"$0\")/bin/gpunode\" install --bundle \"$(dirname "
-    "\"$0\")\" \"$@\"\n";
+    "d=$(dirname -- \"$0\")\n"
+    "case \"$d\" in -*) d=\"./$d\" ;; esac\n"
+    "exec \"$d/bin/gpunode\" install --bundle \"$d\" \"$@\"\n";
 
 Error io_error(const std::string& what, int err) {
   // Out of descriptors or memory is this machine's limit, not the input's.

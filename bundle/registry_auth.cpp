@@ -230,6 +230,14 @@ Result<std::vector<AuthFile>> load_auth_files(const std::string& explicit_path,
   return out;
 }
 
+std::string helper_note(const std::vector<AuthFile>& files) {
+  for (const AuthFile& file : files)
+    if (!file.creds_store.empty())
+      return file.path + " names the credential helper docker-credential-" +
+             file.creds_store + " (credsStore), which gpunode does not run";
+  return "";
+}
+
 Result<std::optional<RegistryCredentials>> credentials_for(
     const std::vector<AuthFile>& files, const std::string& ref) {
   auto parsed = parse_image_ref(ref);

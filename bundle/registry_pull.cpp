@@ -90,6 +90,31 @@ bool valid_digest(const std::string& d) {
   });
 }
 
+// "host:port" of "scheme://host:port/path" (no userinfo in the URLs
+// libcurl reports).
+std::string url_authority(const std::string& url) {
+  const auto start = url.find("://");
+  const std::size_t from = start == std::string::npos ? 0 : start + 3;
+  return url.substr(from, url.find('/', from) - from);
+}
+
+// Where the userinfo of a ref ends: its last '@' that does not start the
+// digest at the end (REPOSITORY@sha256:<hex>, no '/' after it); npos when
+// there is none. The password may hold '/' and '@' too, so the last such
+// '@' ends it.
+std::size_t userinfo_end(const std::string& ref) {
+  const auto last = ref.rfind('@');
+  if (last == std::string::npos) return last;
+  const bool digest = ref.find('/', last) == std::string::npos &&
+                      valid_digest(ref.substr(last + 1));
+  if (!digest) return last;
+  return last == 0 ? std::string::npos : ref.rfind('@', last - 1);
+}
+
+constexpr const char* kCredentialsFix =
+    "put credentials in a registry auth file (podman login --authfile FILE "
+    "HOST) and pass --registry-auth FILE";
+
 bool is_index_type(const std::string& t) {
   return std::find(std::begin(kIndexTypes), std::end(kIndexTypes), t) !=
          std::end(kIndexTypes);
@@ -347,6 +372,8 @@ class Client {
     }
     const auto& response = std::get<http::HttpResponse>(outcome);
     const int status = response.status;
+    if (status == 401 && !from_registry(response))
+      return Step::fail(redirect_refused(response, what));
     if (status == 401) {
       // One answer to the challenge per request; a second 401 means what
       // we sent (or an anonymous token) is not enough.
@@ -389,6 +416,30 @@ class Client {
                 status));
   }
 
+  // Whether the answer came from the registry itself, not from a host a
+  // redirect led to (a blob served from object storage).
+  bool from_registry(const http::HttpResponse& response) const {
+    return response.final_url.empty() ||
+           url_authority(response.final_url) == ref_.registry;
+  }
+
+  // A 401 from a redirect's target: no credentials of ours went there
+  // (libcurl drops Authorization across hosts), so it refused on its own.
+  Error redirect_refused(const http::HttpResponse& response,
+                         const std::string& what) const {
+    const std::string host = url_authority(response.final_url);
+    return blocked(options_.ref + ": " + what + ": " + ref_.registry +
+                       " redirected it to " + host +
+                       ", which answered 401; credentials are not forwarded "
+                       "across hosts, so this is " +
+                       host + "'s own refusal, not of yours",
+                   "retry: a signed storage URL may have expired on the way; "
+                   "if it persists, the registry's storage redirect is "
+                   "misconfigured (tell its operator), or pull from a "
+                   "mirror that serves blobs itself",
+                   401);
+  }
+
   // "USER@HOST", for messages: the user name may be shown, the password
   // never.
   std::string who() const {
@@ -404,6 +455,13 @@ class Client {
   }
 
   Error needs_credentials(const std::string& scheme) const {
+    const std::string& helper = options_.no_credentials_note;
+    if (!helper.empty())
+      return blocked(options_.ref + ": " + ref_.registry +
+                         " wants credentials (" + scheme + "): " + helper,
+                     "write them into a file: podman login --authfile FILE " +
+                         ref_.registry + ", then --registry-auth FILE",
+                     401);
     return blocked(options_.ref + ": " + ref_.registry +
                        " wants credentials (" + scheme +
                        ") and none were given for it",
@@ -658,20 +716,33 @@ Result<ParsedRef> parse_image_ref(const std::string& ref) {
                  "nvcr.io/nvidia/k8s-device-plugin:v0.19.3"};
   };
   if (ref.empty()) return bad("empty");
-  // USER:PASSWORD@HOST/...: curl would send it as Basic auth, and every
+  // USER:PASSWORD@HOST...: curl would send it as Basic auth, and every
   // message, progress line and the process list would show the password.
-  // The ref is not echoed here, and nothing has printed it yet.
-  // A digest's '@' comes after the last '/'; one before it is userinfo
-  // (the password may hold '/' and '@' too, so the last such '@' ends it).
-  if (const auto last_slash = ref.rfind('/');
-      last_slash != std::string::npos && ref.find('@') < last_slash) {
+  // An '@' may only start the digest at the end; the text before any other
+  // '@' may be credentials and is never echoed, here or later (the ref is
+  // refused before anything else prints it).
+  if (const auto at = userinfo_end(ref); at != std::string::npos) {
+    const std::string shown = "--pull ...@" + ref.substr(at + 1) + ": ";
+    // A '/' after it: the '@' comes before the registry, so it is userinfo.
+    // None: a digest gone wrong, or USER:PASSWORD@HOST[:PORT] with no
+    // repository; both are possible, and both are answered.
+    if (ref.find('/', at) != std::string::npos)
+      return Error{ExitCode::kUsage, kLayer,
+                   shown +
+                       "the reference holds credentials before its registry "
+                       "(USER:PASSWORD@HOST), which gpunode neither sends nor "
+                       "prints",
+                   kCredentialsFix};
     return Error{ExitCode::kUsage, kLayer,
-                 "--pull ...@" + ref.substr(ref.rfind('@', last_slash) + 1) +
-                     ": the reference holds credentials before its registry "
+                 shown +
+                     "not an image reference: its '@' does not start a "
+                     "digest (sha256:<64 hex>), and what comes before it is "
+                     "not shown, since it may be credentials "
                      "(USER:PASSWORD@HOST), which gpunode neither sends nor "
                      "prints",
-                 "put them in a registry auth file (podman login --authfile "
-                 "FILE HOST) and pass --registry-auth FILE"};
+                 std::string("use REGISTRY/REPOSITORY:TAG or "
+                             "REGISTRY/REPOSITORY@sha256:<64 hex>; ") +
+                     kCredentialsFix};
   }
   for (char c : ref)
     if (c <= ' ' || c == '\\' || c == '?' || c == '#' || c == '%' ||

@@ -29,6 +29,25 @@ std::string get_string(const json& j, const char* key) {
   return it->get<std::string>();
 }
 
+// The version of a journal newer than this gpunode reads, else 0.
+long long newer_version(const std::string& text) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return 0;
+  const auto v = j.find("version");
+  if (v == j.end() || !v->is_number_integer()) return 0;
+  const long long n = v->get<long long>();
+  return n > kJournalVersion ? n : 0;
+}
+
+// No history, and why the file on disk gave none.
+LoadedJournal ignored(std::string why) {
+  return {Journal{}, std::move(why), {}, 0};
+}
+
+// Copies of newer journals kept at most (a node downgraded that often has
+// another problem).
+constexpr int kMaxKeptJournals = 100;
+
 }  // namespace
 
 std::string journal_path(const std::string& state_dir) {
@@ -98,21 +117,51 @@ LoadedJournal load_journal(const FileSystem& fs, const std::string& state_dir) {
   const std::string path = journal_path(state_dir);
   // Never read through a link: the next save replaces the link itself.
   if (fs.is_symlink(path)) {
-    return {Journal{}, "journal " + path +
-                           " is a symbolic link: ignored, and replaced by a "
-                           "file at the next write; starting without history"};
+    return ignored("journal " + path +
+                   " is a symbolic link: ignored, and replaced by a file at "
+                   "the next write; starting without history");
   }
   if (!fs.stat(path)) return {};
   auto text = fs.read_file(path, kMaxJournalBytes);
   if (!text)
-    return {Journal{}, text.error().message + "; starting without history"};
+    return ignored(text.error().message + "; starting without history");
   auto parsed = parse_journal(*text);
-  if (!parsed) {
-    return {Journal{}, "journal " + path + " ignored (" +
-                           parsed.error().message +
-                           "); starting without history"};
+  if (parsed) return {std::move(*parsed), std::nullopt, {}, 0};
+  if (const long long newer = newer_version(*text); newer > 0) {
+    return {Journal{},
+            "journal " + path +
+                " was written by a newer gpunode (journal "
+                "version " +
+                std::to_string(newer) + "; this one reads " +
+                std::to_string(kJournalVersion) +
+                "): not read here; install keeps it aside as " + path +
+                ".newer-v" + std::to_string(newer) + " before writing its own",
+            std::move(*text), newer};
   }
-  return {std::move(*parsed), std::nullopt};
+  return ignored("journal " + path + " ignored (" + parsed.error().message +
+                 "); starting without history");
+}
+
+Result<std::string> keep_newer_journal(FileSystem& fs,
+                                       const std::string& state_dir,
+                                       const LoadedJournal& loaded) {
+  const std::string base = journal_path(state_dir) + ".newer-v" +
+                           std::to_string(loaded.newer_version);
+  // One copy per newer journal met: never over an earlier one.
+  std::string path = base;
+  for (int i = 1; fs.stat(path) || fs.is_symlink(path); ++i) {
+    if (i > kMaxKeptJournals)
+      return Error{ExitCode::kCannotRun, "journal",
+                   "cannot keep the newer gpunode's journal aside: " + base +
+                       " and " + std::to_string(kMaxKeptJournals) +
+                       " numbered copies exist",
+                   "move the journal.json.newer-* files out of " + state_dir +
+                       ", then rerun"};
+    path = base + "." + std::to_string(i);
+  }
+  if (auto r = fs.write_file_atomic(path, loaded.newer_text, 0600); !r)
+    return r.error();
+  return path;
 }
 
 Result<void> save_journal(FileSystem& fs, const std::string& state_dir,

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <optional>
 
 #include "gpunode/crash_point.hpp"
 #include "gpunode/digest.hpp"
@@ -105,6 +106,10 @@ class Run {
   Context& context() { return ctx_; }
 
   ExitCode execute(StageList stages) {
+    if (auto e = scope_mismatch(stages)) {
+      report_.error(*e);
+      return finish(e->exit, e->message);
+    }
     if (mutating_) {
       if (auto r = begin(); !r)
         return finish(r.error().exit, r.error().message);
@@ -247,6 +252,48 @@ class Run {
   }
 
  private:
+  // A flag the scope never uses, or stages it does not run, would make a
+  // run that did not do what was asked, and yet ended "done": refused
+  // before anything is read or written.
+  std::optional<Error> scope_mismatch(const StageList& stages) {
+    const Scope scope = ctx_.scope();
+    const std::string part = "--scope " + std::string(scope_name(scope)) +
+                             " (k3s " + host_role_name(ctx_.host_role()) + ")";
+    const char* other = scope == Scope::kNode ? "cluster" : "node";
+    if (scope == Scope::kNode) {
+      for (const auto& [given, flag] :
+           {std::pair{opts_.all_nodes, "--all-nodes"},
+            std::pair{opts_.replace_existing, "--replace-existing"}}) {
+        if (!given) continue;
+        return Error{ExitCode::kUsage, "usage",
+                     std::string(flag) + ": not used by " + part +
+                         ": only the cluster part changes the device plugin "
+                         "DaemonSet",
+                     std::string("drop ") + flag +
+                         ", or give it to the cluster part, where an admin "
+                         "kubeconfig is: gpunode install --scope cluster " +
+                         flag};
+      }
+    }
+    if (scope != Scope::kBoth && opts_.smoke)
+      return Error{ExitCode::kUsage, "usage",
+                   "--smoke: not used by " + part +
+                       ": the CUDA Pod runs only in a run of both parts",
+                   "drop --smoke, or run it where an admin kubeconfig is, "
+                   "with --scope both"};
+    std::string names;
+    for (const auto& stage : stages) {
+      if (stage->runs_in(scope)) return std::nullopt;
+      names += (names.empty() ? "" : ", ") + std::string(stage->name());
+    }
+    return Error{ExitCode::kUsage, "usage",
+                 "nothing to check: the stages chosen (" + names +
+                     ") are not part of " + part + scope_reason(scope),
+                 std::string("run them with --scope ") + other +
+                     " or --scope both, or choose stages of this part with "
+                     "--only"};
+  }
+
   // plan and install --dry-run: say what install would change, and how much.
   bool previewing() const { return !mutating_ && mode_ != RunMode::kStatus; }
 
@@ -324,6 +371,14 @@ class Run {
     // Read the journal only under the lock: another run may just have written
     // it.
     journal_ = load_and_warn();
+    if (journal_.newer_version > 0) {
+      auto kept = keep_newer_journal(host_.fs(), opts_.state_dir, journal_);
+      if (!kept) {
+        report_.error(kept.error());
+        return kept.error();
+      }
+      report_.info("journal", "kept the newer gpunode's journal as " + *kept);
+    }
     Journal& j = journal_.journal;
     if (j.last_run && j.last_run->finished_at.empty()) {
       report_.info("journal",

@@ -178,6 +178,11 @@ class CurlTransport : public Transport {
     const int status = response_code(handle.get());
     curl_off_t connect_us = 0;
     curl_easy_getinfo(handle.get(), CURLINFO_APPCONNECT_TIME_T, &connect_us);
+    char* final_url = nullptr;
+    if (curl_easy_getinfo(handle.get(), CURLINFO_EFFECTIVE_URL, &final_url) ==
+            CURLE_OK &&
+        final_url != nullptr)
+      transfer.response.final_url = final_url;
     // The idle handle must not point at this stack frame's buffer.
     curl_easy_setopt(handle.get(), CURLOPT_ERRORBUFFER,
                      static_cast<char*>(nullptr));

@@ -29,6 +29,10 @@ struct GpuHealth {
   std::string fabric_status;
   // Uncorrectable ECC errors since the driver loaded (volatile counter).
   std::optional<std::uint64_t> ecc_uncorrectable_volatile;
+  // Set when that count was reported but is no count: what was read
+  // ("18446744073709551615", "-3", "0x1F", "Unknown Error", "NVML error
+  // 999"). Errors on the GPU are then unknown, not none.
+  std::string ecc_unreadable;
   // Pre-Ampere page retirement: a retirement waits for the next reset.
   std::optional<bool> retired_pages_pending;
   // Ampere and later row remapping: pending waits for a reset; failed

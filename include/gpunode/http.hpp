@@ -49,6 +49,8 @@ struct HttpResponse {
   std::map<std::string, std::string> headers;  // the last response's,
                                                // names in lower case
   bool stopped = false;  // the streaming callback asked to stop
+  // The URL that gave this answer: the request's, or the last redirect's.
+  std::string final_url;
 };
 
 // Why no HTTP response came back. The kinds are what the operator can act

@@ -41,12 +41,23 @@ struct Journal {
 struct LoadedJournal {
   Journal journal;
   std::optional<std::string> warning;  // why the file on disk was ignored
+  // A journal a newer gpunode wrote (a higher version): its text, kept
+  // aside by keep_newer_journal before this one writes its own.
+  std::string newer_text;
+  long long newer_version = 0;
 };
 
 std::string journal_path(const std::string& state_dir);
 LoadedJournal load_journal(const FileSystem& fs, const std::string& state_dir);
 Result<void> save_journal(FileSystem& fs, const std::string& state_dir,
                           const Journal& journal);
+// Copies a newer gpunode's journal (loaded.newer_text) to
+// <state-dir>/journal.json.newer-v<N> (or .newer-v<N>.<i> when that is
+// taken), atomically, and returns that path: a downgrade must not erase the
+// newer version's history.
+Result<std::string> keep_newer_journal(FileSystem& fs,
+                                       const std::string& state_dir,
+                                       const LoadedJournal& loaded);
 
 // Exposed for tests: text <-> journal.
 std::string serialize_journal(const Journal& journal);

@@ -28,6 +28,11 @@ struct Kubeconfig {
   std::string client_cert_pem;  // client-certificate auth (k3s's admin)
   std::string client_key_pem;
   std::string token;  // bearer-token auth
+  // The files the key and the token were read from when the kubeconfig
+  // names them (client-key, tokenFile) instead of embedding them; empty
+  // when embedded. A kubeconfig of paths (the kubelet's) holds no secret.
+  std::string client_key_file;
+  std::string token_file;
   // Not blocking, but worth acting on (e.g. credentials readable by others).
   std::vector<std::string> warnings;
 };

@@ -77,4 +77,10 @@ std::optional<std::string> process_env(const char* name);
 Result<std::optional<RegistryCredentials>> credentials_for(
     const std::vector<AuthFile>& files, const std::string& ref);
 
+// When credentials_for found none: the first file that names a credsStore
+// helper (for every registry), as "FILE names the credential helper
+// docker-credential-NAME (credsStore), which gpunode does not run"; ""
+// when none does.
+std::string helper_note(const std::vector<AuthFile>& files);
+
 }  // namespace gpunode::bundle

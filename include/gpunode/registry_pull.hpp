@@ -45,6 +45,10 @@ struct PullOptions {
   std::chrono::seconds timeout{1800};  // the whole pull
   // Sent only when the registry asks for credentials; none: anonymous.
   std::optional<RegistryCredentials> credentials;
+  // Without credentials: why there are none, when an auth file says where
+  // they would be (a credsStore helper; helper_note), for the message a
+  // registry that wants some gets.
+  std::string no_credentials_note;
   // org.opencontainers.image.ref.name written into index.json; empty = ref.
   // The archive names the image, not the registry it came through.
   std::string name_as;

@@ -387,6 +387,8 @@ void register_create(CLI::App* bundle, CommandIo& io) {
       auto credentials = bundle::credentials_for(auth_files, ref);
       if (!credentials) return fail(credentials.error());
       pull.credentials = std::move(*credentials);
+      if (!pull.credentials)
+        pull.no_credentials_note = bundle::helper_note(auth_files);
       pull.ref = ref;
       pull.platforms = options.platforms;
       pull.ca_file = f->registry_ca;

@@ -6,6 +6,7 @@
 
 #include "gpunode/system_host.hpp"
 #include "gpunode/text.hpp"
+#include "gpunode/trust_anchor.hpp"
 
 namespace gpunode {
 namespace {
@@ -228,6 +229,16 @@ Result<std::vector<Setting>> resolve_site_settings(
       if (key == "min-driver") v.min_driver = found->text;
       if (key == "replicas") v.replicas = static_cast<int>(found->number);
       if (key == "trust-keys") {
+        // The file then decides whose bundles this node runs: an anchor,
+        // held to the rule for the key files it names (exit 5 when someone
+        // other than root could rewrite it).
+        if (s.source == SettingSource::kFile) {
+          if (auto safe = check_trust_anchor(fs->resolve(kSiteConfigPath),
+                                             "site config (it sets "
+                                             "trust-keys)");
+              !safe)
+            return safe.error();
+        }
         v.trust_keys.clear();
         for (const auto& p : found->paths)
           v.trust_keys.push_back(

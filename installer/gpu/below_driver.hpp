@@ -47,11 +47,13 @@ std::optional<Check> check_cuda(Context& ctx, const GpuInventory& inv,
 struct HealthFinding {
   int gpu = 0;
   std::string bus_id;
-  std::string kind;     // "xid" | "ecc" | "retired-pages" | "row-remap"
+  // "xid" | "ecc" | "ecc-unreadable" | "retired-pages" | "row-remap"
+  std::string kind;
   int xid = 0;          // for kind "xid"
   std::string message;  // one phrase naming the GPU
   // The device plugin marks the GPU unhealthy on it (allocatable short).
   bool unhealthy = false;
+  std::string reported;  // for kind "ecc-unreadable": what the driver said
 };
 
 // Xid errors since boot (kernel log), uncorrectable ECC errors and pending

@@ -3,6 +3,7 @@
 // header maps the plain names to since CUDA 3.2 (64-bit CUdeviceptr).
 #include "gpu/cuda_calls.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -179,6 +180,19 @@ void run_and_exit(const std::string& library, int fd) {
   for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) {
     ::signal(sig, SIG_DFL);
   }
+  // In a process group of its own (cuda_probe.cpp) it is a background job
+  // of gpunode's terminal: a library writing there (stderr, under stty
+  // tostop) must not be stopped by SIGTTOU, nor a read hang on SIGTTIN.
+  ::signal(SIGTTOU, SIG_IGN);
+  ::signal(SIGTTIN, SIG_IGN);
+  // gpunode's stdout is the --json stream (or the operator's terminal):
+  // nothing libcuda prints, from its constructors on, may land there. The
+  // pipe is moved off fd 1 first, in case gpunode was started with stdout
+  // closed and the pipe got that number.
+  if (fd <= STDERR_FILENO) fd = ::fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+  const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || null_fd < 0 || ::dup2(null_fd, STDOUT_FILENO) < 0) ::_exit(1);
+  if (null_fd != STDOUT_FILENO) ::close(null_fd);
   const Reporter out(fd);
   out.line({kAt, "dlopen"});
   const SharedLibrary lib(library);

@@ -4,11 +4,17 @@
 // (/proc/self/exe is that loader, not gpunode); glibc's fork resets the
 // malloc and loader locks in the child, so its dlopen is safe even when
 // gpunode has other threads.
+//
+// The child leads a process group of its own, and its exit (not the end of
+// the pipe) ends the wait: a libcuda that leaves a helper process behind,
+// holding the pipe, must neither stall the probe nor outlive gpunode (the
+// same rule as posix_process_runner.cpp's for programs gpunode runs).
 #include "gpu/cuda_probe.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -148,15 +154,35 @@ class LineReader {
   std::size_t seen_ = 0;
 };
 
+// True once `pid` has exited; it stays a zombie (WNOWAIT), so its process
+// group's id cannot be reused until it is reaped.
+bool child_exited(pid_t pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info,
+                  WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == pid;
+}
+
+// Reads what the exited child left in the pipe, without waiting for an end
+// of file that a process it left behind may hold off for ever.
+void drain(int fd, const std::string& library, CudaAnswer& a, Reading& r,
+           LineReader& lines) {
+  for (std::size_t reads = 0; reads < kMaxOutput / 1024; ++reads) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return;
+    if (!lines.read(fd, library, a, r)) return;
+  }
+}
+
 // After SIGKILL the child still has to leave the kernel driver, which tears
 // its contexts down (130-150 ms on an H200 with driver 580); one stuck in
 // the driver (state D, a wedged GPU) never leaves, and waiting on it would
 // hang gpunode with it.
 constexpr auto kKillGrace = std::chrono::seconds(2);
 
-// Waits for the child to exit until `deadline`, SIGKILLs it after that (or
-// on an interrupt) and waits kKillGrace more. False when it could not be
-// reaped: then it is stuck in the kernel, where no signal reaches it.
+// Waits for the child to exit until `deadline`, SIGKILLs its group after
+// that (or on an interrupt) and waits kKillGrace more. False when it could not
+// be reaped: then it is stuck in the kernel, where no signal reaches it.
 bool reap(pid_t pid, Clock::time_point deadline, bool& killed, int& status) {
   Clock::time_point give_up = Clock::time_point::max();
   if (killed) give_up = Clock::now() + kKillGrace;
@@ -167,7 +193,7 @@ bool reap(pid_t pid, Clock::time_point deadline, bool& killed, int& status) {
     const auto now = Clock::now();
     if (now >= give_up) return false;
     if (!killed && (now >= deadline || stop_requested())) {
-      ::kill(pid, SIGKILL);
+      ::kill(-pid, SIGKILL);
       killed = true;
       give_up = now + kKillGrace;
     }
@@ -265,15 +291,27 @@ CudaAnswer probe_cuda(const std::string& library,
     return a;
   }
   if (pid == 0) {
+    // A group of its own, so that whatever libcuda starts is ended with it.
+    ::setpgid(0, 0);
     read_end.reset();
     calls::run_and_exit(library, write_end.get());
   }
+  // Also here, so that the group exists before any kill(-pid) below.
+  ::setpgid(pid, pid);
   write_end.reset();
+  // Woken when the child exits (pidfd, Linux 5.3+; without it the tick).
+  const UniqueFd exit_fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   Reading r;
   LineReader lines;
   bool timed_out = false;
   bool stopped = false;
+  bool exited = false;
+  pollfd fds[2] = {{read_end.get(), POLLIN, 0}, {exit_fd.get(), POLLIN, 0}};
   for (;;) {
+    if (child_exited(pid)) {
+      exited = true;
+      break;
+    }
     if (stop_requested()) {
       stopped = true;
       break;
@@ -285,19 +323,25 @@ CudaAnswer probe_cuda(const std::string& library,
     }
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-    pollfd p{read_end.get(), POLLIN, 0};
     const int n = ::poll(
-        &p, 1,
+        fds, 2,
         static_cast<int>(std::min<long long>(left.count() + 1, kTickMs)));
     if (n < 0 && errno != EINTR) break;
-    if (n <= 0) continue;
-    if (!lines.read(read_end.get(), library, a, r)) break;
+    if (n <= 0 || fds[0].revents == 0) continue;
+    // At the end of the pipe, only the child's exit is left to wait for.
+    if (!lines.read(read_end.get(), library, a, r)) fds[0].fd = -1;
   }
-  if (timed_out || stopped) ::kill(pid, SIGKILL);
+  if (exited) drain(read_end.get(), library, a, r, lines);
+  // Ends the child on a timeout or interrupt, and in every case what it
+  // left running: the child is alive or an unreaped zombie, so its group's
+  // id is still its own.
+  ::kill(-pid, SIGKILL);
+  if (timed_out || stopped) ::kill(pid, SIGKILL);  // were setpgid to fail
   bool killed = timed_out || stopped;
   int status = 0;
   const bool reaped = reap(pid, deadline, killed, status);
-  // Killed after its pipe closed: it hung on the way out.
+  // Killed by reap: the wait above broke off (poll failed) and the child
+  // then ran past the deadline.
   if (killed && !stopped && !timed_out) {
     (stop_requested() ? stopped : timed_out) = true;
   }

@@ -42,11 +42,19 @@ std::vector<HealthFinding> health_findings(Context& ctx,
     auto add = [&](const char* kind, std::string message) {
       out.push_back(HealthFinding{gpu.index, h.pci_bus_id, kind, 0,
                                   gpu_label(gpu) + " " + std::move(message),
-                                  false});
+                                  false, ""});
     };
     if (h.ecc_uncorrectable_volatile && *h.ecc_uncorrectable_volatile > 0) {
       add("ecc", "has " + std::to_string(*h.ecc_uncorrectable_volatile) +
                      " uncorrectable ECC error(s) since the driver loaded");
+    }
+    if (!h.ecc_unreadable.empty()) {
+      add("ecc-unreadable",
+          "uncorrectable ECC error count could not be read (the driver "
+          "reported '" +
+              terminal_safe(h.ecc_unreadable) +
+              "'): errors on it are unknown, not none");
+      out.back().reported = h.ecc_unreadable;
     }
     if (h.retired_pages_pending == true)
       add("retired-pages",
@@ -104,7 +112,7 @@ std::vector<HealthFinding> health_findings(Context& ctx,
             (value.first > 1 ? " " + std::to_string(value.first) + " times"
                              : "") +
             " since boot: " + terminal_safe(value.second),
-        !application_xid(code)});
+        !application_xid(code), ""});
   }
   return out;
 }
@@ -120,6 +128,7 @@ void report_health(const std::vector<HealthFinding>& findings,
         {"message", f.message},
         {"unhealthy", f.unhealthy}};
     if (f.kind == "xid") item["xid"] = f.xid;
+    if (f.kind == "ecc-unreadable") item["reported"] = f.reported;
     facts.push_back(std::move(item));
     const std::string reset =
         "sudo nvidia-smi -r -i " +
@@ -138,6 +147,9 @@ void report_health(const std::vector<HealthFinding>& findings,
       fix =
           "; such errors raise Xid 48, 94 or 95, on which the device "
           "plugin marks the GPU unhealthy";
+    } else if (f.kind == "ecc-unreadable") {
+      fix = "; read them with: nvidia-smi -q -d ECC -i " +
+            (f.gpu >= 0 ? std::to_string(f.gpu) : std::string("<index>"));
     } else {
       fix = "; drain the node and reset the GPU (" + reset + ") or reboot";
     }

@@ -30,11 +30,14 @@ std::optional<bool> yes_no(std::string_view value) {
 }
 
 std::optional<std::uint64_t> number(std::string_view value) {
-  if (value.empty() || value.size() > 19) return std::nullopt;
+  if (value.empty() || value.size() > 20) return std::nullopt;
   std::uint64_t n = 0;
   for (char c : value) {
     if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    if (n > (~std::uint64_t{0} - digit) / 10)
+      return std::nullopt;  // past 2^64-1
+    n = n * 10 + digit;
   }
   return n;
 }
@@ -50,11 +53,17 @@ GpuHealth::Fabric fabric_state(std::string_view value) {
 }
 
 // One GPU block's reading, with the ECC sum kept apart until the block
-// ends: the total is empty unless at least one counter was a number.
+// ends: the total is empty unless at least one counter was a number, and
+// is dropped when any counter could not be read (a part is no total).
 struct Block {
   GpuHealth health;
   std::optional<std::uint64_t> ecc;
+  std::string ecc_unreadable;
 };
+
+// 2^64-1 is the "no value" sentinel NVML's unsigned long long counters
+// carry (nvml.h, NVML_VALUE_NOT_AVAILABLE_ulonglong), never a count.
+constexpr std::uint64_t kNotAvailable = ~std::uint64_t{0};
 
 void read_field(Block& block, const std::vector<std::string>& path,
                 std::string_view key, std::string_view value) {
@@ -79,7 +88,15 @@ void read_field(Block& block, const std::vector<std::string>& path,
              key.find("Uncorrectable") != std::string_view::npos) {
     // Volatile counters since the driver loaded; NVML's total uncorrected
     // count is their sum (SRAM parity, SRAM SEC-DED, DRAM on Hopper).
-    if (auto n = number(value)) block.ecc = block.ecc.value_or(0) + *n;
+    // Anything else reported (a sentinel, a negative error code, hex, text)
+    // means the count is unknown, not zero.
+    if (absent(value)) return;
+    const auto n = number(value);
+    if (n && *n != kNotAvailable) {
+      block.ecc = block.ecc.value_or(0) + *n;
+    } else if (block.ecc_unreadable.empty()) {
+      block.ecc_unreadable = std::string(value.substr(0, 40));
+    }
   } else if (section == "Retired Pages" && path.size() == 1 &&
              (key == "Pending Page Blacklist" || key == "Pending")) {
     if (!absent(value)) h.retired_pages_pending = yes_no(value);
@@ -102,6 +119,9 @@ Result<std::vector<GpuHealth>> parse_nvidia_smi_q(std::string_view text) {
   auto finish = [&] {
     if (!block) return;
     block->health.ecc_uncorrectable_volatile = block->ecc;
+    block->health.ecc_unreadable = block->ecc_unreadable;
+    if (!block->ecc_unreadable.empty())
+      block->health.ecc_uncorrectable_volatile.reset();
     gpus.push_back(std::move(block->health));
     block.reset();
   };

@@ -115,9 +115,18 @@ GpuHealth read_nvml_health(const SharedLibrary& nvml, NvmlDevice device) {
   }
   if (auto fn = nvml.symbol<TotalEccErrorsFn>("nvmlDeviceGetTotalEccErrors")) {
     unsigned long long count = 0;
-    if (fn(device, kMemoryErrorUncorrected, kVolatileEcc, &count) ==
-        kNvmlSuccess) {
+    const NvmlReturn rc =
+        fn(device, kMemoryErrorUncorrected, kVolatileEcc, &count);
+    // nvml.h's NVML_VALUE_NOT_AVAILABLE_ulonglong: answered, but no count.
+    constexpr unsigned long long kNotAvailable = ~0ULL;
+    if (rc == kNvmlSuccess && count != kNotAvailable) {
       health.ecc_uncorrectable_volatile = static_cast<std::uint64_t>(count);
+    } else if (rc == kNvmlSuccess) {
+      health.ecc_unreadable = std::to_string(count);
+    } else if (rc != kNvmlNotSupported && rc != kNvmlFunctionNotFound) {
+      // ECC off or a GPU without it answers NOT_SUPPORTED; any other error
+      // leaves the errors unknown.
+      health.ecc_unreadable = "NVML error " + std::to_string(rc);
     }
   }
   if (auto fn =

@@ -74,21 +74,50 @@ std::string resolve_relative(const std::string& source,
   return source.substr(0, slash + 1) + path;
 }
 
-// k3s writes k3s.yaml 0600 unless told otherwise; `--write-kubeconfig-mode
-// 644` (common, so that kubectl works without sudo) hands the admin
-// credentials to every local user.
-std::string loose_mode_warning(const std::string& path, unsigned mode,
-                               bool key) {
+std::string mode_text(unsigned mode) {
   char octal[8];
   std::snprintf(octal, sizeof octal, "%04o", mode & 07777);
-  return path + " is readable by " +
-         ((mode & 004) != 0 ? "every local user" : "its group") + " (mode " +
-         octal + ") and holds " + (key ? "a client key" : "a bearer token") +
-         " (k3s's is the cluster-admin's): whoever reads it controls the "
-         "cluster. Fix: chmod 600 " +
-         path +
-         ", and set write-kubeconfig-mode: \"0600\" in "
-         "/etc/rancher/k3s/config.yaml so that k3s writes it so again";
+  return "(mode " + std::string(octal) + ")";
+}
+
+std::string readable_by(unsigned mode) {
+  return (mode & 004) != 0 ? "every local user" : "its group";
+}
+
+// k3s writes k3s.yaml 0600 unless told otherwise; `--write-kubeconfig-mode
+// 644` (common, so that kubectl works without sudo) hands the admin
+// credentials to every local user. Only a kubeconfig that embeds the key
+// or token is a secret; one that names files (the kubelet's) is not.
+std::string loose_kubeconfig_warning(const std::string& path, unsigned mode,
+                                     bool key) {
+  const bool k3s_admin = path == "/etc/rancher/k3s/k3s.yaml";
+  std::string text = path + " is readable by " + readable_by(mode) + " " +
+                     mode_text(mode) + " and holds " +
+                     (key ? "a client key" : "a bearer token");
+  if (k3s_admin)
+    return text +
+           " (the cluster admin's): whoever reads it controls the cluster. "
+           "Fix: chmod 600 " +
+           path +
+           ", and set write-kubeconfig-mode: \"0600\" in "
+           "/etc/rancher/k3s/config.yaml so that k3s writes it so again";
+  return text +
+         ": whoever reads it can act as the user it names. Fix: chmod "
+         "600 " +
+         path;
+}
+
+// A key or token file a kubeconfig names (k3s's client-kubelet.key is
+// written 0600): readable by others, anyone can act as its user (for the
+// kubelet's, as this node).
+std::string loose_credential_file_warning(const std::string& path,
+                                          unsigned mode,
+                                          const std::string& source, bool key) {
+  return path + " is readable by " + readable_by(mode) + " " + mode_text(mode) +
+         " and is the " + (key ? "client key" : "bearer token") + " " + source +
+         " names: whoever reads it can act as that user (for the kubelet's "
+         "client-kubelet.key, as this node). Fix: chmod 600 " +
+         path;
 }
 
 // One kubeconfig parse, with the state every helper needs for messages.
@@ -147,10 +176,11 @@ class Parser {
 
   // Inline base64 data (`<key>-data`) or a file (`<key>`), data first as
   // kubectl does. nullopt when neither is set.
-  Result<std::optional<std::string>> data_or_file(const YAML::Node& map,
-                                                  const std::string& where,
-                                                  const std::string& key,
-                                                  PemKind kind) const {
+  // `file_path`, when given, gets the file's path (untouched for inline
+  // data).
+  Result<std::optional<std::string>> data_or_file(
+      const YAML::Node& map, const std::string& where, const std::string& key,
+      PemKind kind, std::string* file_path = nullptr) const {
     auto data = scalar(map, where, key + "-data");
     if (!data) return data.error();
     std::string pem;
@@ -177,6 +207,7 @@ class Parser {
       }
       pem = std::move(*text);
       named_key += " (" + path + ")";
+      if (file_path != nullptr) *file_path = path;
     }
     if (auto problem = pem_problem(pem, kind)) {
       return malformed(source_, named_key + " " + *problem);
@@ -308,7 +339,9 @@ Result<Kubeconfig> Parser::parse(const YAML::Node& root) {
   auto cert =
       data_or_file(*user, uw, "client-certificate", PemKind::kCertificate);
   if (!cert) return cert.error();
-  auto key = data_or_file(*user, uw, "client-key", PemKind::kPrivateKey);
+  std::string key_file;
+  auto key =
+      data_or_file(*user, uw, "client-key", PemKind::kPrivateKey, &key_file);
   if (!key) return key.error();
   if (cert->has_value() != key->has_value()) {
     return malformed(
@@ -322,6 +355,7 @@ Result<Kubeconfig> Parser::parse(const YAML::Node& root) {
   if (*cert) {
     config.client_cert_pem = std::move(**cert);
     config.client_key_pem = std::move(**key);
+    config.client_key_file = key_file;
   }
 
   auto token = scalar(*user, uw, "token");
@@ -348,6 +382,7 @@ Result<Kubeconfig> Parser::parse(const YAML::Node& root) {
         return malformed(source_, uw + ".tokenFile (" + path + ") is empty");
       }
       config.token = std::move(t);
+      config.token_file = path;
     }
   }
   // A newline or other control character in a token would end up in an
@@ -427,10 +462,22 @@ Result<Kubeconfig> load_kubeconfig(const FileSystem& fs,
       parse_kubeconfig(*text, host_path, [&fs](const std::string& path) {
         return fs.read_file(path, kMaxReferencedFileBytes);
       });
-  if (config && (info->mode & 044) != 0 &&
-      (!config->client_key_pem.empty() || !config->token.empty())) {
+  if (!config) return config;
+  const bool key_inside =
+      !config->client_key_pem.empty() && config->client_key_file.empty();
+  const bool token_inside =
+      !config->token.empty() && config->token_file.empty();
+  if ((info->mode & 044) != 0 && (key_inside || token_inside)) {
     config->warnings.push_back(
-        loose_mode_warning(host_path, info->mode, config->token.empty()));
+        loose_kubeconfig_warning(host_path, info->mode, key_inside));
+  }
+  for (const auto& [file, key] : {std::pair{config->client_key_file, true},
+                                  std::pair{config->token_file, false}}) {
+    if (file.empty()) continue;
+    const auto file_info = fs.stat(file);
+    if (file_info && (file_info->mode & 044) != 0)
+      config->warnings.push_back(
+          loose_credential_file_warning(file, file_info->mode, host_path, key));
   }
   return config;
 }

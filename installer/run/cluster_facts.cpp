@@ -5,6 +5,23 @@
 #include "run/host_role.hpp"
 
 namespace gpunode {
+namespace {
+
+// The kubelet's kubeconfig names files k3s itself keeps beside it; a fix
+// that points there (a missing, mismatched or expired client key) must not
+// send an agent's operator to k3s.yaml, which agents do not have.
+Error kubelet_fix(Error e, const std::string& path) {
+  if (path != kKubeletKubeconfig) return e;
+  if (!e.fix.empty() && e.fix.find("k3s.yaml") == std::string::npos) return e;
+  e.fix =
+      "the kubelet's client-kubelet.crt, client-kubelet.key and "
+      "server-ca.crt in /var/lib/rancher/k3s/agent/ are k3s's own: restart "
+      "it to rewrite them (sudo systemctl restart k3s-agent; k3s on a "
+      "server), or pass --kubeconfig";
+  return e;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<kube::Client>> connect_cluster(
     Host& host, const std::string& path, Scope scope,
@@ -30,11 +47,13 @@ Result<std::unique_ptr<kube::Client>> connect_cluster(
                : "The cluster part needs an admin kubeconfig: run it on a "
                  "server, or pass --kubeconfig");
     }
-    return e;
+    return kubelet_fix(e, path);
   }
   for (const std::string& w : config->warnings)
     warnings.emplace_back("kubeconfig", w);
-  return kube::Client::connect(*config, host.clock());
+  auto client = kube::Client::connect(*config, host.clock());
+  if (!client) return kubelet_fix(client.error(), path);
+  return client;
 }
 
 Check cluster_blocked(Context& ctx, const Error& e,

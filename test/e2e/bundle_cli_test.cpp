@@ -180,3 +180,53 @@ TEST_CASE("bundle create --registry-auth without --pull says it is not read",
                                     " is not read: nothing is pulled "
                                     "without --pull"));
 }
+
+TEST_CASE(
+    "bundle create --pull USER:PASSWORD@HOST (no repository, with a port) is "
+    "exit 2 and never prints the password",
+    "[e2e][bundle][registry-auth]") {
+  TempDir tmp;
+  const std::string password = "Pw-7f3a9c";
+  const auto before = snapshot_tree(tmp.path());
+  for (const std::string& ref :
+       {"alice:" + password + "@harbor.example.com",
+        "alice:" + password + "@harbor.example.com:443"}) {
+    INFO(ref);
+    Run c = run_gpunode(
+        {"bundle", "create", "--out", tmp.path() + "/bundle", "--pull", ref});
+    CHECK(c.exit_code == 2);
+    CHECK_THAT(c.err, Catch::Contains("[ERROR registry] --pull ...@"));
+    CHECK_THAT(c.err, Catch::Contains("neither sends nor prints"));
+    CHECK_THAT(c.err + c.out, !Catch::Contains(password));
+    CHECK(snapshot_tree(tmp.path()) == before);
+  }
+}
+
+TEST_CASE(
+    "the bundle's install.sh starts from a relative path that begins with "
+    "'-'",
+    "[e2e][bundle]") {
+  TempDir tmp;
+  const std::string stick = tmp.path() + "/-stick";
+  build_image(tmp.path() + "/plugin.tar", ImageSpec{});
+  Run c = run_gpunode({"bundle", "create", "--out", stick, "--image-archive",
+                       tmp.path() + "/plugin.tar", "--created",
+                       "2026-11-29T10:00:00Z"});
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  const auto before = snapshot_tree(stick);
+  // From the stick's parent, as `cd /media/usb && sh -- -stick/install.sh`.
+  // A --root that is no directory ends gpunode at its first check, after it
+  // took the bundle's path: what is proven is that the stick's own binary
+  // ran, given --bundle ./-stick (not dirname's usage error, exit 127, nor
+  // "-stick" read as an option).
+  Run r = gpunode::test::run_with_sim({"env", "-C", tmp.path(), "sh", "--",
+                                       "-stick/install.sh", "--root",
+                                       tmp.path() + "/no-such-root", "--json"});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, !Catch::Contains("dirname"));
+  CHECK_THAT(r.err, Catch::Contains("--root: '" + tmp.path() +
+                                    "/no-such-root' is not a directory"));
+  CHECK(snapshot_tree(stick) == before);
+}

@@ -177,6 +177,7 @@ TEST_CASE("json-events.md documents the facts a real status run emits",
   driver_facts("good-v3", {{"GPUNODE_STUB_CUDA_INIT", "802"}}, true);
   driver_facts("good-v3", {{"GPUNODE_STUB_CUDA_FAIL", "cuMemAlloc_v2:0:2"}},
                true);
+  driver_facts("good-v3", {{"GPUNODE_STUB_NVML_ECC", "0:rc=999"}}, true);
   driver_facts("hgx",
                {{"GPUNODE_STUB_NVML_GPUS", "8"},
                 {"GPUNODE_STUB_NVML_FABRIC", "completed"},

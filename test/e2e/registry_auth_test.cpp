@@ -95,6 +95,27 @@ void check_authenticated_pulls(Registry& registry) {
     CHECK(entries_in(tmp.path()) == 3);  // src.tar, good.json, wrong.json
   }
 
+  SECTION(
+      "an auth file with only credsStore: exit 1, naming the helper, not "
+      "'none were given'") {
+    const std::string store = tmp.path() + "/store.json";
+    write_text(store, "{\"credsStore\": \"desktop\"}\n", 0600);
+    Run c = run_gpunode({"bundle", "create", "--out", out, "--pull", ref,
+                         "--insecure-registry", "--registry-auth", store},
+                        env);
+    INFO(c.err);
+    CHECK(c.exit_code == 1);
+    CHECK_THAT(c.err, Catch::Contains(registry.host() + " wants credentials") &&
+                          Catch::Contains(
+                              store + " names the credential helper "
+                                      "docker-credential-desktop (credsStore), "
+                                      "which gpunode does not run") &&
+                          Catch::Contains("podman login --authfile FILE") &&
+                          !Catch::Contains("none were given"));
+    CHECK_FALSE(fs::exists(out));
+    CHECK(entries_in(tmp.path()) == 4);  // and store.json
+  }
+
   SECTION("a wrong password: exit 1, naming the user, never the password") {
     Run c = run_gpunode({"bundle", "create", "--out", out, "--pull", ref,
                          "--insecure-registry", "--registry-auth", wrong},

@@ -14,6 +14,13 @@
  *   GPUNODE_STUB_CUDA_HANG=CALL   the call sleeps (the probe must kill it)
  *   GPUNODE_STUB_CUDA_CRASH=CALL  the call raises SIGSEGV
  *   GPUNODE_STUB_CUDA_CORRUPT=1   cuMemcpyDtoH_v2 returns other bytes
+ *   GPUNODE_STUB_CUDA_HOLDER=FILE cuInit forks a process that inherits every
+ *                                 descriptor (the probe's pipe too) and
+ *                                 sleeps on, as a driver helper left behind
+ *                                 would; its pid is written to FILE
+ *   GPUNODE_STUB_CUDA_STDOUT=TEXT the library prints TEXT to stdout when it
+ *                                 is loaded and again in cuInit, as a noisy
+ *                                 libcuda may
  *
  * Built a second time with -DSTUB_CUDA_WITHOUT_DTOH into
  * build/test/stub-driver-missing/libcuda.so.1, which lacks cuMemcpyDtoH_v2
@@ -23,8 +30,10 @@
  * (CUDA Driver API reference, "Error Handling"; cuda.h's CUresult). For a
  * code they do not know both return CUDA_ERROR_INVALID_VALUE and leave the
  * answer NULL, as the real ones do. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,6 +75,43 @@ static CUresult enter(const char* call, int gpu) {
   if (env_is("GPUNODE_STUB_CUDA_CRASH", call)) raise(SIGSEGV);
   return planned_failure(call, gpu);
 }
+
+/* GPUNODE_STUB_CUDA_HOLDER: a child that outlives the call, holding what
+ * the caller's process holds open. It sleeps (not pause: a leak must end on
+ * its own within a minute even when the probe fails to end it). */
+static void leave_holder(void) {
+  const char* file = getenv("GPUNODE_STUB_CUDA_HOLDER");
+  if (file == NULL || *file == '\0') return;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    sleep(60);
+    _exit(0);
+  }
+  if (pid < 0) return;
+  char text[32];
+  const int n = snprintf(text, sizeof text, "%d\n", (int)pid);
+  const int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    if (write(fd, text, (size_t)n) != n) {
+      /* the test finds no pid and fails */
+    }
+    close(fd);
+  }
+}
+
+/* GPUNODE_STUB_CUDA_STDOUT: a library that talks on stdout, through stdio
+ * (flushed) and straight to fd 1. */
+static void print_to_stdout(void) {
+  const char* text = getenv("GPUNODE_STUB_CUDA_STDOUT");
+  if (text == NULL || *text == '\0') return;
+  printf("%s\n", text);
+  fflush(stdout);
+  if (write(1, text, strlen(text)) < 0 || write(1, "\n", 1) < 0) {
+    /* nowhere to say it */
+  }
+}
+
+__attribute__((constructor)) static void on_load(void) { print_to_stdout(); }
 
 /* cuGetErrorName's and cuGetErrorString's answers, one row per CUresult. */
 static const struct {
@@ -117,6 +163,8 @@ CUresult cuDriverGetVersion(int* version) {
 CUresult cuInit(unsigned flags) {
   (void)flags;
   CUresult rc = enter("cuInit", -1);
+  print_to_stdout();
+  leave_holder();
   return rc != 0 ? rc : env_int("GPUNODE_STUB_CUDA_INIT", 0);
 }
 

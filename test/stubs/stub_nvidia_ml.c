@@ -27,9 +27,10 @@
  *   GPUNODE_STUB_NVML_FABRIC_STATUS=<rc>
  *                                   the fabric's status once completed
  *                                   (default 0, Success)
- *   GPUNODE_STUB_NVML_ECC=<gpu>:<count>
+ *   GPUNODE_STUB_NVML_ECC=<gpu>:<count> | <gpu>:rc=<rc>
  *                                   volatile uncorrectable ECC errors of GPU
- *                                   <gpu> (the others 0)
+ *                                   <gpu> (the others 0), or the call's
+ *                                   nvmlReturn_t for that GPU
  *   GPUNODE_STUB_NVML_REMAP=<gpu>:pending | <gpu>:failed
  *                                   nvmlDeviceGetRemappedRows of GPU <gpu>
  *   GPUNODE_STUB_NVML_RETIRED=<gpu> page retirement answers, as on a
@@ -206,6 +207,7 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(void* d, int type, int counter,
   if (old_driver()) return kFunctionNotFound;
   if (type != 1 || counter != 0) return kInvalidArgument; /* asked wrong */
   const char* v = for_gpu("GPUNODE_STUB_NVML_ECC", d);
+  if (v != NULL && strncmp(v, "rc=", 3) == 0) return atoi(v + 3);
   *count = v != NULL ? strtoull(v, NULL, 10) : 0;
   return kSuccess;
 }

@@ -262,6 +262,43 @@ TEST_CASE("health: uncorrectable ECC errors and a pending row remap warn",
   CHECK(kinds == std::vector<std::string>{"ecc", "row-remap"});
 }
 
+TEST_CASE(
+    "health: an uncorrectable ECC count nvidia-smi -q cannot give is a "
+    "warning naming the GPU, never 'no errors'",
+    "[driver][below-driver][health]") {
+  DriverSim sim("good-v3");
+  const std::string reading =
+      test::read_text(derived("h200-q-ecc-remap-pending.txt"));
+  const std::string counted = "DRAM Uncorrectable                         : 2";
+  REQUIRE(reading.find(counted) != std::string::npos);
+  for (const std::string value :
+       {"18446744073709551615", "-3", "0x1F", "Unknown Error"}) {
+    INFO(value);
+    std::string text = reading;
+    text.replace(text.find(counted), counted.size(),
+                 "DRAM Uncorrectable                         : " + value);
+    const std::string q = sim.root + "/nvidia-smi-q.txt";
+    test::write_text(q, text);
+    sim.env.set("GPUNODE_SIM_GPU_Q", q);
+    Check c = sim.check();
+    REQUIRE(c.status == CheckStatus::kSatisfied);
+    CHECK(any_contains(c.warnings,
+                       "GPU 0 (00000000:00:06.0) uncorrectable ECC error "
+                       "count could not be read (the driver reported '" +
+                           value + "'): errors on it are unknown, not none"));
+    CHECK(any_contains(c.warnings, "nvidia-smi -q -d ECC -i 0"));
+    CHECK_FALSE(any_contains(c.warnings, "uncorrectable ECC error(s)"));
+    bool found = false;
+    for (const auto& f : c.facts["health"]) {
+      if (f["kind"] != "ecc-unreadable") continue;
+      found = true;
+      CHECK(f["gpu"] == 0);
+      CHECK(f["reported"] == value);
+    }
+    CHECK(found);
+  }
+}
+
 TEST_CASE("health: an unreadable kernel log is said, and blocks nothing",
           "[driver][below-driver][health]") {
   DriverSim sim("good-v3");

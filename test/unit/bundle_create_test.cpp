@@ -107,8 +107,9 @@ TEST_CASE("bundle create lays out a complete bundle", "[bundle]") {
   CHECK(read_text(out + "/bin/gpunode") == read_text(in.binary));
   CHECK(read_text(out + "/install.sh") ==
         "#!/bin/sh\n# gpunode offline bundle: installs from this directory; "
-        "safe to rerun.\nexec \"$(dirname \"$0\")/bin/gpunode\" install "
-        "--bundle \"$(dirname \"$0\")\" \"$@\"\n");
+        "safe to rerun.\nd=$(dirname -- \"$0\")\ncase \"$d\" in -*) "
+        "d=\"./$d\" ;; esac\nexec \"$d/bin/gpunode\" install --bundle "
+        "\"$d\" \"$@\"\n");
   CHECK(read_text(out + "/manifests/runtimeclass-nvidia.yml")
             .find("RuntimeClass") != std::string::npos);
 

@@ -3,11 +3,14 @@
 #include "gpu/cuda_probe.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -33,7 +36,8 @@ struct StubEnv : test::ScopedEnv {
          {"GPUNODE_STUB_CUDA_VERSION", "GPUNODE_STUB_CUDA_INIT",
           "GPUNODE_STUB_CUDA_DEVICES", "GPUNODE_STUB_CUDA_NAME",
           "GPUNODE_STUB_CUDA_FAIL", "GPUNODE_STUB_CUDA_HANG",
-          "GPUNODE_STUB_CUDA_CRASH", "GPUNODE_STUB_CUDA_CORRUPT"}) {
+          "GPUNODE_STUB_CUDA_CRASH", "GPUNODE_STUB_CUDA_CORRUPT",
+          "GPUNODE_STUB_CUDA_HOLDER", "GPUNODE_STUB_CUDA_STDOUT"}) {
       unset(v);
     }
   }
@@ -238,6 +242,69 @@ TEST_CASE("the CUDA probe kills a call that hangs at the deadline", "[cuda]") {
   }
   CHECK(my_children() == 0);
   CHECK(open_fds() == fds);
+}
+
+// True once `pid` is gone (or a zombie: dead, waiting for its reaper),
+// waiting up to `within` for SIGKILL to take effect.
+bool gone_within(pid_t pid, milliseconds within) {
+  const auto until = std::chrono::steady_clock::now() + within;
+  for (;;) {
+    test::ProcEntry e;
+    if (!test::read_proc_entry(pid, e) || !e.running()) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+}
+
+TEST_CASE(
+    "a libcuda that leaves a process holding the probe's pipe: the probe "
+    "ends with its child, and the process does not outlive it",
+    "[cuda]") {
+  StubEnv env;
+  test::TempDir tmp;
+  const std::string pid_file = tmp.path() + "/holder.pid";
+  env.set("GPUNODE_STUB_CUDA_HOLDER", pid_file);
+  const int fds = open_fds();
+  // Before the fix the wait ran to this deadline and blamed the teardown.
+  const CudaAnswer a = probe_cuda(kStub, milliseconds(3000));
+  INFO(a.message);
+  CHECK(a.outcome == CudaOutcome::kOk);
+  CHECK(a.message.empty());
+  CHECK(a.took < milliseconds(1500));
+  REQUIRE(a.devices.size() == 2);
+  CHECK(a.devices[1].ok);
+  const pid_t holder = std::atoi(test::read_text(pid_file).c_str());
+  REQUIRE(holder > 0);
+  CHECK(gone_within(holder, milliseconds(1000)));
+  if (!gone_within(holder, milliseconds(0))) ::kill(holder, SIGKILL);
+  CHECK(my_children() == 0);
+  CHECK(open_fds() == fds);
+}
+
+TEST_CASE(
+    "what libcuda prints to stdout never reaches gpunode's stdout (the "
+    "--json stream stays JSON lines)",
+    "[cuda]") {
+  StubEnv env;
+  env.set("GPUNODE_STUB_CUDA_STDOUT", "libcuda says hello");
+  test::TempDir tmp;
+  const std::string captured = tmp.path() + "/stdout";
+  // This process's fd 1, as gpunode's would be under --json, into a file.
+  std::fflush(stdout);
+  const int saved = ::dup(STDOUT_FILENO);
+  REQUIRE(saved >= 0);
+  const int file = ::open(captured.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(file >= 0);
+  REQUIRE(::dup2(file, STDOUT_FILENO) == STDOUT_FILENO);
+  ::close(file);
+  const CudaAnswer a = probe_cuda(kStub, kRoomy);
+  std::fflush(stdout);
+  ::dup2(saved, STDOUT_FILENO);
+  ::close(saved);
+  INFO(a.message);
+  CHECK(a.outcome == CudaOutcome::kOk);
+  CHECK(test::read_text(captured).empty());
+  CHECK(my_children() == 0);
 }
 
 TEST_CASE("the CUDA probe reports a crash in the call it was in", "[cuda]") {

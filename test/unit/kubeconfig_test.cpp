@@ -439,7 +439,7 @@ TEST_CASE("a kubeconfig with credentials readable by others is a warning",
     const std::string& w = warnings[0];
     CHECK_THAT(w, Catch::Contains("readable by every local user (mode 0644)"));
     CHECK_THAT(w, Catch::Contains("client key"));
-    CHECK_THAT(w, Catch::Contains("cluster-admin"));
+    CHECK_THAT(w, Catch::Contains("the cluster admin's"));
     CHECK_THAT(w, Catch::Contains("chmod 600 " + kSource));
     CHECK_THAT(w, Catch::Contains("write-kubeconfig-mode: \"0600\""));
   }
@@ -449,4 +449,54 @@ TEST_CASE("a kubeconfig with credentials readable by others is a warning",
     CHECK_THAT(warnings[0], Catch::Contains("readable by its group"));
   }
   SECTION("0600: nothing to say") { CHECK(warnings_at(0600).empty()); }
+}
+
+TEST_CASE(
+    "the kubelet's kubeconfig names files: it is no secret at 0644, but a "
+    "client-kubelet.key others can read is a warning",
+    "[kube]") {
+  TempDir t;
+  const std::string dir = "/var/lib/rancher/k3s/agent";
+  const std::string source = dir + "/kubelet.kubeconfig";
+  const std::string key = dir + "/client-kubelet.key";
+  // k3s's deps.KubeConfig shape: paths, not data (as test/support/k3s_sim).
+  write_text(t.path() + source,
+             "apiVersion: v1\nclusters:\n- cluster:\n    server: "
+             "https://127.0.0.1:6444\n    certificate-authority: " +
+                 dir +
+                 "/server-ca.crt\n  name: local\ncontexts:\n- context:\n"
+                 "    cluster: local\n    user: user\n  name: Default\n"
+                 "current-context: Default\nusers:\n- name: user\n  user:\n"
+                 "    client-certificate: " +
+                 dir + "/client-kubelet.crt\n    client-key: " + key + "\n",
+             0644);
+  write_text(t.path() + dir + "/server-ca.crt", kCa, 0644);
+  write_text(t.path() + dir + "/client-kubelet.crt", kCert, 0644);
+  auto warnings_at = [&](unsigned key_mode) {
+    write_text(t.path() + key, kKey, key_mode);
+    auto config =
+        kube::load_kubeconfig(*make_rooted_file_system(t.path()), source);
+    REQUIRE(config);
+    CHECK(config->client_key_file == key);
+    return config->warnings;
+  };
+  SECTION("the key 0600, as k3s writes it: nothing to say") {
+    CHECK(warnings_at(0600).empty());
+  }
+  for (const auto& [mode, who] : std::vector<std::pair<unsigned, std::string>>{
+           {0644, "every local user (mode 0644)"},
+           {0640, "its group (mode 0640)"}}) {
+    DYNAMIC_SECTION("the key " << who) {
+      const auto warnings = warnings_at(mode);
+      REQUIRE(warnings.size() == 1);
+      const std::string& w = warnings[0];
+      CHECK_THAT(
+          w, Catch::StartsWith(key + " is readable by " + who +
+                               " and is the client key " + source + " names"));
+      CHECK_THAT(w, Catch::Contains("as this node"));
+      CHECK_THAT(w, Catch::EndsWith("Fix: chmod 600 " + key));
+      CHECK_THAT(w, !Catch::Contains("admin"));
+      CHECK_THAT(w, !Catch::Contains("k3s.yaml"));
+    }
+  }
 }

@@ -10,8 +10,10 @@
 
 #include "cluster_bed.hpp"
 #include "gpunode/system_host.hpp"
+#include "k3s_sim.hpp"
 #include "plugin/gpu_labels.hpp"
 #include "plugin/live_plugin.hpp"
+#include "run/cluster_facts.hpp"
 #include "run/host_role.hpp"
 #include "stages/stages.hpp"
 
@@ -99,6 +101,55 @@ TEST_CASE("the host's role decides the default scope and the kubeconfig",
   CHECK(parse_scope("both") == Scope::kBoth);
   CHECK_FALSE(parse_scope("all"));
   CHECK_FALSE(parse_scope("Node"));
+}
+
+TEST_CASE(
+    "an agent's kubelet client key missing or mismatched: the fix names the "
+    "kubelet's files and k3s-agent, never k3s.yaml",
+    "[many-nodes][role]") {
+  TempDir root;
+  test::make_host_tree(root.path(), "good-v3");
+  test::SimOptions o;
+  o.root = root.path();
+  test::K3sSim sim(o);
+  sim.write_kubelet_credentials("gpu-node-1", root.path());
+  const std::string key =
+      root.path() + "/var/lib/rancher/k3s/agent/client-kubelet.key";
+  auto host = make_system_host(root.path());
+  auto connect = [&] {
+    std::vector<std::pair<std::string, std::string>> warnings;
+    auto r = connect_cluster(*host, kKubeletKubeconfig, Scope::kNode, warnings);
+    CHECK(warnings.empty());
+    return r;
+  };
+  REQUIRE(connect());
+  auto check_fix = [](const Error& e) {
+    INFO(e.message << " / " << e.fix);
+    CHECK(e.layer == "kubeconfig");
+    CHECK_THAT(e.fix, Catch::Contains("client-kubelet.key") &&
+                          Catch::Contains("/var/lib/rancher/k3s/agent/") &&
+                          Catch::Contains("sudo systemctl restart k3s-agent"));
+    CHECK_THAT(e.fix, !Catch::Contains("k3s.yaml"));
+  };
+  SECTION("missing") {
+    REQUIRE(std::filesystem::remove(key));
+    auto r = connect();
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error().message, Catch::Contains("client-kubelet.key"));
+    check_fix(r.error());
+  }
+  SECTION("another node's") {
+    TempDir other;
+    sim.write_kubelet_credentials("gpu-b", other.path());
+    std::filesystem::copy_file(
+        other.path() + "/var/lib/rancher/k3s/agent/client-kubelet.key", key,
+        std::filesystem::copy_options::overwrite_existing);
+    auto r = connect();
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error().message,
+               Catch::Contains("does not belong to the client certificate"));
+    check_fix(r.error());
+  }
 }
 
 // ---- GPU labels ----

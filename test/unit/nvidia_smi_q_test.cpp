@@ -169,7 +169,37 @@ TEST_CASE("nvidia-smi -q: odd values and misplaced fields are not read",
   CHECK_FALSE(h.minor_number.has_value());
   CHECK_FALSE(h.remapping_pending.has_value());
   CHECK_FALSE(h.ecc_uncorrectable_volatile.has_value());
+  // Not a count (past 2^64-1): unknown, not zero.
+  CHECK(h.ecc_unreadable == "99999999999999999999");
   CHECK(h.fabric == GpuHealth::Fabric::kUnknown);
+}
+
+TEST_CASE(
+    "nvidia-smi -q: an uncorrectable count that is no number (2^64-1, -3, "
+    "hex, text) is unreadable, and the total with it",
+    "[health]") {
+  for (const std::string value :
+       {"18446744073709551615", "-3", "0x1F", "Unknown Error"}) {
+    INFO(value);
+    const GpuHealth h = only_gpu(
+        "GPU 00000000:3B:00.0\n"
+        "    ECC Errors\n"
+        "        Volatile\n"
+        "            SRAM Uncorrectable Parity         : 1\n"
+        "            DRAM Uncorrectable                : " +
+        value + "\n");
+    CHECK_FALSE(h.ecc_uncorrectable_volatile.has_value());
+    CHECK(h.ecc_unreadable == value);
+  }
+  // The largest count there can be is still one.
+  const GpuHealth big = only_gpu(
+      "GPU 00000000:3B:00.0\n"
+      "    ECC Errors\n"
+      "        Volatile\n"
+      "            DRAM Uncorrectable                : 18446744073709551614\n");
+  CHECK(big.ecc_uncorrectable_volatile ==
+        std::optional<std::uint64_t>(18446744073709551614ULL));
+  CHECK(big.ecc_unreadable.empty());
 }
 
 TEST_CASE("nvidia-smi -q: text with no GPU block is a usage error",

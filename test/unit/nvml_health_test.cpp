@@ -117,6 +117,34 @@ TEST_CASE("NVML's volatile uncorrectable ECC count is read per GPU",
   }
 }
 
+TEST_CASE(
+    "NVML's ECC count unreadable (the not-available sentinel, an error "
+    "code) is said, not taken as zero",
+    "[health]") {
+  Stub stub;
+  stub.env.set("GPUNODE_STUB_NVML_GPUS", "2");
+  for (const auto& [setting, said] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"1:18446744073709551615", "18446744073709551615"},
+           {"1:rc=999", "NVML error 999"},
+           {"1:rc=4", "NVML error 4"}}) {
+    INFO(setting);
+    stub.env.set("GPUNODE_STUB_NVML_ECC", setting);
+    auto gpus = stub.gpus();
+    REQUIRE(gpus.size() == 2);
+    CHECK(gpus[0].health.ecc_uncorrectable_volatile ==
+          std::optional<std::uint64_t>(0));
+    CHECK(gpus[0].health.ecc_unreadable.empty());
+    CHECK_FALSE(gpus[1].health.ecc_uncorrectable_volatile.has_value());
+    CHECK(gpus[1].health.ecc_unreadable == said);
+  }
+  // A GPU without ECC answers NOT_SUPPORTED: nothing to say.
+  stub.env.set("GPUNODE_STUB_NVML_ECC", "1:rc=3");
+  auto gpus = stub.gpus();
+  CHECK(gpus[1].health.ecc_unreadable.empty());
+  CHECK_FALSE(gpus[1].health.ecc_uncorrectable_volatile.has_value());
+}
+
 TEST_CASE("NVML row remapping: pending and failed, on the GPU named",
           "[health]") {
   Stub stub;

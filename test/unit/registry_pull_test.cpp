@@ -247,6 +247,39 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "a ref that is only USER:PASSWORD@HOST (no repository), with a port or "
+    "a digest, is refused without repeating the password",
+    "[registry]") {
+  const std::string digest = "sha256:" + std::string(64, 'b');
+  for (const std::string& ref :
+       std::vector<std::string>{"alice:s3cret@harbor.example.com",
+                                "alice:s3cret@harbor.example.com:443",
+                                "alice:pa/ss@word@harbor.example.com:443",
+                                "alice:s3cret@harbor.example.com@" + digest,
+                                "s3cret@harbor.example.com",
+                                "alice:s3cret@nvcr.io/nvidia/x@" + digest}) {
+    INFO(ref);
+    auto r = parse_image_ref(ref);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().exit == gpunode::ExitCode::kUsage);
+    CHECK_THAT(r.error().fix, Catch::Contains("--registry-auth FILE"));
+    for (const char* secret : {"s3cret", "pa/ss", "word@"}) {
+      CHECK(r.error().message.find(secret) == std::string::npos);
+      CHECK(r.error().fix.find(secret) == std::string::npos);
+    }
+  }
+  // The part after the last '@' is shown, so the operator sees which --pull.
+  CHECK_THAT(
+      parse_image_ref("alice:s3cret@harbor.example.com:443").error().message,
+      Catch::StartsWith("--pull ...@harbor.example.com:443: "));
+  // A digest that is not one: refused, and what precedes it is not shown.
+  auto bad_digest = parse_image_ref("nvcr.io/x@sha256:short");
+  REQUIRE_FALSE(bad_digest);
+  CHECK_THAT(bad_digest.error().message,
+             Catch::Contains("does not start a digest"));
+}
+
+TEST_CASE(
     "a pull gets a bearer token, retries a 503 and resumes a cut blob with "
     "Range",
     "[registry]") {
@@ -374,6 +407,67 @@ TEST_CASE(
   CHECK(Clock::now() - start < std::chrono::seconds(2));
 }
 
+namespace {
+
+// The registry's side of a pull whose blobs live elsewhere: the manifest,
+// and each blob as a 307 to /cdn/<digest> on localhost (another host to
+// libcurl than the 127.0.0.1 it asked); 404 for anything else.
+std::string manifest_or_cdn_redirect(const TinyImage& img,
+                                     const std::string& self,
+                                     const Request& r) {
+  if (r.path == "/v2/nvidia/k8s-device-plugin/manifests/v0.19.3")
+    return response(200, img.manifest, {},
+                    "application/vnd.oci.image.manifest.v1+json");
+  const std::string blobs = "/v2/nvidia/k8s-device-plugin/blobs/";
+  if (r.path.rfind(blobs, 0) == 0)
+    return response(
+        307, "",
+        "Location: http://localhost:" + self.substr(self.find(':') + 1) +
+            "/cdn/" + r.path.substr(blobs.size()) + "\r\n");
+  return response(404, R"({"errors":[{"code":"NOT_FOUND"}]})");
+}
+
+gpunode::bundle::RegistryCredentials credentials(const std::string& user,
+                                                 const std::string& password) {
+  gpunode::bundle::RegistryCredentials c;
+  c.username = user;
+  c.password = password;
+  c.source = "test.json";
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a blob redirected to another host that answers 401 is that host's "
+    "refusal, not the user's credentials",
+    "[registry][registry-auth]") {
+  const TinyImage img = tiny_image(4096);
+  std::string self;
+  ScriptedServer server([&](const Request& r) -> std::string {
+    if (r.path.rfind("/cdn/", 0) == 0)
+      return response(401, "<Error><Code>AccessDenied</Code></Error>");
+    return manifest_or_cdn_redirect(img, self, r);
+  });
+  self = server.host();
+  TempDir tmp;
+  PullOptions o = plugin_pull(server, tmp);
+  o.credentials = credentials("alice", "s3cret");
+  auto pulled = pull_to_oci_archive(o);
+  REQUIRE_FALSE(pulled);
+  const gpunode::Error& e = pulled.error();
+  INFO(e.message);
+  CHECK(e.exit == gpunode::ExitCode::kBlocked);
+  CHECK_THAT(e.message,
+             Catch::Contains(self + " redirected it to localhost:" +
+                             self.substr(self.find(':') + 1) +
+                             ", which answered 401; credentials are not "
+                             "forwarded across hosts"));
+  CHECK_THAT(e.message, !Catch::Contains("refused the credentials"));
+  CHECK_THAT(e.fix, Catch::Contains("signed storage URL"));
+  CHECK_THAT(e.message + e.fix, !Catch::Contains("s3cret"));
+}
+
 TEST_CASE(
     "credentials go to the token service as Basic, the registry sees only "
     "the token, and a blob redirected to another host gets no Authorization",
@@ -397,24 +491,12 @@ TEST_CASE(
     }
     if (got != "Bearer t0k3n")
       return bearer_challenge("http://" + self + "/token");
-    if (r.path == "/v2/nvidia/k8s-device-plugin/manifests/v0.19.3")
-      return response(200, img.manifest, {},
-                      "application/vnd.oci.image.manifest.v1+json");
-    const std::string blobs = "/v2/nvidia/k8s-device-plugin/blobs/";
-    if (r.path.rfind(blobs, 0) == 0)  // localhost: another host to libcurl
-      return response(
-          307, "",
-          "Location: http://localhost:" + self.substr(self.find(':') + 1) +
-              "/cdn/" + r.path.substr(blobs.size()) + "\r\n");
-    return response(404, R"({"errors":[{"code":"NOT_FOUND"}]})");
+    return manifest_or_cdn_redirect(img, self, r);
   });
   self = server.host();
   TempDir tmp;
   PullOptions o = plugin_pull(server, tmp);
-  gpunode::bundle::RegistryCredentials c;
-  c.username = "$oauthtoken";
-  c.password = "k3y";
-  c.source = "test.json";
+  gpunode::bundle::RegistryCredentials c = credentials("$oauthtoken", "k3y");
   o.credentials = c;
   auto pulled = pull_to_oci_archive(o);
   INFO((pulled ? "" : pulled.error().message));

@@ -217,6 +217,62 @@ TEST_CASE("a corrupt journal is reported and the run goes on", "[runner]") {
   CHECK(h.journal().stages.at("a").result == "satisfied");
 }
 
+TEST_CASE(
+    "a journal from a newer gpunode is kept aside before install writes its "
+    "own; status and plan leave it alone",
+    "[runner]") {
+  Harness h;
+  const std::string state = h.dir.path() + h.opts.state_dir;
+  const std::string newer =
+      R"({"version": 2, "stages": {"a": {"result": "applied"}}, "x": 1})";
+  gpunode::test::write_text(state + "/journal.json", newer);
+  auto one_stage = [&h] {
+    StageList s;
+    s.push_back(
+        std::make_unique<ScriptedStage>("a", std::vector<Check>{ok()}, &h.log));
+    return s;
+  };
+  for (const RunMode mode : {RunMode::kStatus, RunMode::kPlan}) {
+    const auto before = gpunode::test::snapshot_tree(h.dir.path());
+    CHECK(h.run(mode, one_stage()) == ExitCode::kOk);
+    CHECK(gpunode::test::snapshot_tree(h.dir.path()) == before);
+  }
+  CHECK_THAT(h.err.str(), Catch::Contains("was written by a newer gpunode "
+                                          "(journal version 2; this one reads "
+                                          "1)"));
+  CHECK(h.run(RunMode::kInstall, one_stage()) == ExitCode::kOk);
+  CHECK_THAT(h.err.str(),
+             Catch::Contains("kept the newer gpunode's journal as " +
+                             h.opts.state_dir + "/journal.json.newer-v2"));
+  CHECK(gpunode::test::read_text(state + "/journal.json.newer-v2") == newer);
+  CHECK(h.journal().stages.at("a").result == "satisfied");
+  // Another newer journal later: kept beside the first, never over it.
+  gpunode::test::write_text(state + "/journal.json", newer + " ");
+  CHECK(h.run(RunMode::kInstall, one_stage()) == ExitCode::kOk);
+  CHECK(gpunode::test::read_text(state + "/journal.json.newer-v2") == newer);
+  CHECK(gpunode::test::read_text(state + "/journal.json.newer-v2.1") ==
+        newer + " ");
+}
+
+TEST_CASE(
+    "a run whose stages are all outside its scope is refused (exit 2), "
+    "before anything is written",
+    "[runner]") {
+  Harness h;
+  h.opts.scope = Scope::kCluster;
+  StageList s;
+  s.push_back(std::make_unique<ScriptedStage>(
+      "driver", std::vector<Check>{ok()}, &h.log));
+  CHECK(h.run(RunMode::kInstall, std::move(s)) == ExitCode::kUsage);
+  CHECK(h.log.empty());
+  CHECK_THAT(h.err.str(),
+             Catch::Contains("[ERROR usage] nothing to check: the stages "
+                             "chosen (driver) are not part of --scope cluster "
+                             "(k3s none)"));
+  CHECK_THAT(h.out.str(), Catch::Contains(R"("exit_code":2)"));
+  CHECK(gpunode::test::snapshot_tree(h.dir.path()).empty());
+}
+
 TEST_CASE("status shows history and notices changed inputs", "[runner]") {
   Harness h;
   Journal j;

@@ -3,6 +3,8 @@
 // nothing under the root changed.
 #include "cli/site_config.hpp"
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <map>
 #include <sstream>
@@ -44,6 +46,25 @@ Error expect_error(const TempDir& root, const EnvLookup& env) {
   REQUIRE_FALSE(r);
   CHECK(r.error().exit == ExitCode::kUsage);
   return r.error();
+}
+
+// A bundle at WORK/stick signed by a key installed in ROOT as
+// /etc/gpunode/keys/site.pub; returns the bundle's path.
+std::string make_site_signed_stick(const TempDir& root, const TempDir& work) {
+  auto keys = bundle::generate_keypair();
+  REQUIRE(keys);
+  test::write_text(root.path() + "/etc/gpunode/keys/site.pub",
+                   keys->public_pem);
+  const auto plugin =
+      test::build_image(work.path() + "/plugin.tar", test::ImageSpec{});
+  bundle::CreateOptions o;
+  o.out = work.path() + "/stick";
+  o.image_archives = {plugin.path};
+  o.self_binary = work.path() + "/plugin.tar";  // any file stands in
+  o.created = "2026-01-31T12:00:00Z";
+  o.sign_key_pem = keys->private_pem;
+  REQUIRE(bundle::create_bundle(o));
+  return o.out;
 }
 
 }  // namespace
@@ -226,34 +247,59 @@ TEST_CASE("a bad config file stops every command before it changes anything",
 TEST_CASE("bundle verify trusts the keys config.toml names", "[config]") {
   TempDir root;
   TempDir work;
-  auto keys = bundle::generate_keypair();
-  REQUIRE(keys);
-  test::write_text(root.path() + "/etc/gpunode/keys/site.pub",
-                   keys->public_pem);
-  const auto plugin =
-      test::build_image(work.path() + "/plugin.tar", test::ImageSpec{});
-  bundle::CreateOptions o;
-  o.out = work.path() + "/stick";
-  o.image_archives = {plugin.path};
-  o.self_binary = work.path() + "/plugin.tar";  // any file stands in
-  o.created = "2026-01-31T12:00:00Z";
-  o.sign_key_pem = keys->private_pem;
-  REQUIRE(bundle::create_bundle(o));
+  const std::string stick = make_site_signed_stick(root, work);
   test::ScopedEnv env;
   env.unset("GPUNODE_TRUST_KEYS");
 
   // No key anywhere: refused, exit 4.
-  auto none = cli({"bundle", "verify", o.out, "--root", root.path()});
+  auto none = cli({"bundle", "verify", stick, "--root", root.path()});
   CHECK(none.exit_code == 4);
   write_config(root, "trust-keys = [\"/etc/gpunode/keys/site.pub\"]\n");
-  auto ok = cli({"bundle", "verify", o.out, "--root", root.path()});
+  auto ok = cli({"bundle", "verify", stick, "--root", root.path()});
   CHECK(ok.exit_code == 0);
   CHECK(ok.err.find("bundle verify: ok") != std::string::npos);
   CHECK(ok.err.find("signed by") != std::string::npos);
   // A broken config stops verify too (exit 2), naming the line.
   write_config(root, "trust-keys = [\"keys/site.pub\"]\n");
-  auto bad = cli({"bundle", "verify", o.out, "--root", root.path()});
+  auto bad = cli({"bundle", "verify", stick, "--root", root.path()});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("config.toml:1: key 'trust-keys': expected an absolute "
                      "path, got 'keys/site.pub'") != std::string::npos);
+}
+
+TEST_CASE(
+    "a config.toml that sets trust-keys and that others may write is no "
+    "anchor: exit 5, like a key file with that mode",
+    "[config]") {
+  TempDir root;
+  TempDir work;
+  const std::string stick = make_site_signed_stick(root, work);
+  test::ScopedEnv env;
+  env.unset("GPUNODE_TRUST_KEYS");
+  const std::string config = root.path() + "/etc/gpunode/config.toml";
+  write_config(root, "trust-keys = [\"/etc/gpunode/keys/site.pub\"]\n");
+  for (const auto& [mode, who] : std::vector<std::pair<mode_t, std::string>>{
+           {0666, "everyone"}, {0664, "its group"}}) {
+    INFO(who);
+    REQUIRE(::chmod(config.c_str(), mode) == 0);
+    const auto before = test::snapshot_tree(root.path());
+    const auto on_stick = test::snapshot_tree(stick);
+    auto r = cli({"bundle", "verify", stick, "--root", root.path()});
+    CHECK(r.exit_code == 5);
+    CHECK_THAT(r.err, Catch::Contains("[ERROR trust] site config (it sets "
+                                      "trust-keys) " +
+                                      config + " is not a trust anchor: " +
+                                      config + " is writable by " + who));
+    CHECK_THAT(r.err, Catch::Contains("fix: sudo chmod go-w " + config));
+    CHECK(test::snapshot_tree(root.path()) == before);
+    CHECK(test::snapshot_tree(stick) == on_stick);
+  }
+  // Root's own mode: trusted as before.
+  REQUIRE(::chmod(config.c_str(), 0644) == 0);
+  CHECK(cli({"bundle", "verify", stick, "--root", root.path()}).exit_code == 0);
+  // A loose file that does not decide trust (a flag does) is not refused.
+  REQUIRE(::chmod(config.c_str(), 0666) == 0);
+  CHECK(cli({"bundle", "verify", stick, "--root", root.path(), "--trust-key",
+             root.path() + "/etc/gpunode/keys/site.pub"})
+            .exit_code == 0);
 }
