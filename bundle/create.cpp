@@ -719,6 +719,8 @@ Result<CreateReport> create_bundle(const CreateOptions& options) {
   report.manifest = std::move(m);
   report.out = out;
   report.signed_ = is_signed;
+  for (const auto& set : *package_sets)
+    report.ignored.emplace_back(set.dir, set.ignored);
   return report;
 }
 

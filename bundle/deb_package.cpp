@@ -3,7 +3,8 @@
 // (plain, .gz, .xz or .zst) and data.tar; members whose names start with
 // '_' may come between them and are ignored. Only control.tar is read (in
 // memory, bounded), and in it only ./control, whose first stanza is parsed
-// as deb-control(5) / deb822(5) says.
+// as deb-control(5) / deb822(5) says. What control.tar expands to is bounded
+// too: 9 MB of zstd can expand to 280 GiB.
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "gpunode/archive_handles.hpp"
+#include "gpunode/interrupt.hpp"
 #include "gpunode/package_formats.hpp"
 #include "gpunode/terminal_text.hpp"
 #include "gpunode/work_limits.hpp"
@@ -25,6 +27,9 @@ namespace {
 // input.
 constexpr std::size_t kMaxControlTarBytes = 16u * 1024 * 1024;
 constexpr std::size_t kMaxControlFileBytes = 1024u * 1024;
+// What control.tar may expand to before ./control is found: generous for
+// the largest real one (a few MiB), and reached in well under a second.
+constexpr std::int64_t kMaxControlTarExpandedBytes = 64 * 1024 * 1024;
 constexpr std::size_t kMaxDebianBinaryBytes = 4096;
 constexpr std::size_t kBlockBytes = 64 * 1024;
 
@@ -88,6 +93,31 @@ bool is_control_tar(const std::string& name) {
          name == "control.tar.xz" || name == "control.tar.zst";
 }
 
+// Reads past the current entry block by block (archive_read_data_skip
+// would decompress all of it in one call), stopping when what control.tar
+// expanded to passes the cap, or when gpunode is interrupted.
+Result<void> skip_entry(archive* a, const std::string& member,
+                        const std::string& source) {
+  for (;;) {
+    if (stop_requested()) return interrupted_error("bundle");
+    // Filter 0 is the last one applied: its count is the expanded bytes.
+    if (archive_filter_bytes(a, 0) > kMaxControlTarExpandedBytes) {
+      return package_error(
+          source, member + " expands to more than " +
+                      std::to_string(kMaxControlTarExpandedBytes >> 20) +
+                      " MiB before its control file (decompressing stopped "
+                      "there); no package's control.tar is that large");
+    }
+    const void* block = nullptr;
+    std::size_t size = 0;
+    la_int64_t offset = 0;
+    const int rc = archive_read_data_block(a, &block, &size, &offset);
+    if (rc == ARCHIVE_EOF) return {};
+    if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN)
+      return archive_failure(a, source, "cannot read " + member);
+  }
+}
+
 // ./control out of control.tar's bytes (any of deb(5)'s compressions).
 Result<std::string> control_file(const std::string& tar,
                                  const std::string& member,
@@ -109,7 +139,11 @@ Result<std::string> control_file(const std::string& tar,
     }
     const char* p = archive_entry_pathname(e);
     const std::string path = p ? p : "";
-    if (path != "./control" && path != "control") continue;
+    if (path != "./control" && path != "control") {
+      if (auto skipped = skip_entry(a.get(), member, source); !skipped)
+        return skipped.error();
+      continue;
+    }
     if (archive_entry_filetype(e) != AE_IFREG) {
       return package_error(source, member + "'s control is not a file");
     }

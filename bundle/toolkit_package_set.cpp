@@ -62,6 +62,24 @@ std::string package_bundle_file(const PackageInfo& info) {
          ".rpm";
 }
 
+std::string ignored_files_note(const std::string& dir,
+                               const std::vector<std::string>& names) {
+  constexpr std::size_t kNamed = 3;
+  if (names.size() == 1)
+    return "ignoring " + dir + "/" + names[0] + " (not a .deb or .rpm)";
+  std::vector<std::string> shown(
+      names.begin(), names.begin() + std::min(names.size(), kNamed));
+  std::string list;
+  if (names.size() > kNamed) {
+    list =
+        join(shown) + " and " + std::to_string(names.size() - kNamed) + " more";
+  } else {
+    list = join({shown.begin(), shown.end() - 1}) + " and " + shown.back();
+  }
+  return "ignoring " + std::to_string(names.size()) + " other files in " + dir +
+         " (not .deb or .rpm): " + list;
+}
+
 Result<ToolkitPackageSet> check_toolkit_package_set(
     const std::string& dir, std::vector<ToolkitPackageFile> files) {
   std::sort(files.begin(), files.end(),
@@ -147,10 +165,11 @@ Result<ToolkitPackageSet> read_toolkit_package_dir(
   std::sort(names.begin(), names.end());
   std::vector<ToolkitPackageFile> files;
   std::vector<std::string> refused;
+  std::vector<std::string> ignored;
   for (const auto& name : names) {
     const std::string path = dir + "/" + name;
     if (!ends_with(name, ".deb") && !ends_with(name, ".rpm")) {
-      if (note) note("ignoring " + path + " (not a .deb or .rpm)");
+      ignored.push_back(name);
       continue;
     }
     struct stat st {};
@@ -175,8 +194,11 @@ Result<ToolkitPackageSet> read_toolkit_package_dir(
     if (!info) return info.error();
     files.push_back({path, std::move(*info)});
   }
+  if (note && !ignored.empty()) note(ignored_files_note(dir, ignored));
   if (!refused.empty()) return set_error(dir, refused);
-  return check_toolkit_package_set(dir, std::move(files));
+  auto set = check_toolkit_package_set(dir, std::move(files));
+  if (set) set->ignored = std::move(ignored);
+  return set;
 }
 
 Result<std::vector<ToolkitPackageSet>> read_toolkit_package_dirs(

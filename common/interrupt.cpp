@@ -9,15 +9,19 @@ namespace gpunode {
 namespace {
 
 volatile std::sig_atomic_t g_signal = 0;
+volatile std::sig_atomic_t g_count = 0;
+// SecondSignalHolds alive: set and read on the main thread, read here.
+volatile std::sig_atomic_t g_holds = 0;
 
 extern "C" void on_stop_signal(int sig) {
-  if (g_signal != 0) {
+  if (g_signal != 0 && g_holds == 0) {
     // The second one: the operator means it. Default action, re-raised.
     ::signal(sig, SIG_DFL);
     ::raise(sig);
     return;
   }
-  g_signal = sig;
+  if (g_signal == 0) g_signal = sig;
+  ++g_count;
 }
 
 }  // namespace
@@ -34,6 +38,11 @@ void install_interrupt_handlers() {
 }
 
 int interrupted() { return g_signal; }
+
+int stop_signals() { return g_count; }
+
+SecondSignalHold::SecondSignalHold() { ++g_holds; }
+SecondSignalHold::~SecondSignalHold() { --g_holds; }
 
 namespace {
 int g_shields = 0;  // the run is single-threaded where shields are raised
@@ -52,6 +61,9 @@ Error interrupted_error(const std::string& layer) {
                "on from here"};
 }
 
-void reset_interrupt_for_tests() { g_signal = 0; }
+void reset_interrupt_for_tests() {
+  g_signal = 0;
+  g_count = 0;
+}
 
 }  // namespace gpunode

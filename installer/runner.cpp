@@ -452,8 +452,12 @@ class Run {
     auto r = stage.apply(ctx_, c);
     if (!r && (r.error().exit == ExitCode::kInterrupted || interrupted())) {
       // The stage finished or undid its write in flight (see its apply);
-      // the journal says where the run stopped.
-      report_.error(interrupted_error(name));
+      // the journal says where the run stopped. A stage that says how its
+      // write ended (the toolkit's package transaction) is quoted as is.
+      report_.error(r.error().exit == ExitCode::kInterrupted &&
+                            r.error().layer == name
+                        ? r.error()
+                        : interrupted_error(name));
       record(name, "interrupted", digest, started, r.error().message);
       outcomes_.push_back({name, "interrupted"});
       exit_ = ExitCode::kInterrupted;
@@ -550,6 +554,10 @@ ExitCode run_stages(Host& host, const Options& opts, RunMode mode,
                     StageList stages, Reporter& report, Progress& progress) {
   Run run(host, opts, mode, report);
   run.context().progress = &progress;
+  run.context().notice = [&report](std::string_view layer,
+                                   const std::string& text) {
+    report.warning(layer, text);
+  };
   return run.execute(std::move(stages));
 }
 

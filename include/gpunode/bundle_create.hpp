@@ -52,6 +52,9 @@ struct CreateReport {
   Manifest manifest;
   std::string out;
   bool signed_ = false;
+  // Per --toolkit-packages directory, its other files, skipped
+  // (ToolkitPackageSet::ignored): (dir, names).
+  std::vector<std::pair<std::string, std::vector<std::string>>> ignored;
 };
 
 Result<CreateReport> create_bundle(const CreateOptions& options);

@@ -88,6 +88,11 @@ class Context {
   // how far it is: the command line's renderer (gpunode/progress_display.
   // hpp), else nothing.
   Progress* progress = &no_progress();
+  // Says something now, while a stage applies (a package transaction that
+  // outlasts an interrupt): the runner's warning line and --json "warning"
+  // event; nothing without a runner.
+  std::function<void(std::string_view layer, const std::string& text)> notice =
+      [](std::string_view, const std::string&) {};
 
   // Which k3s role this host has (a k3s or k3s-agent unit), and so the
   // scope this run does: --scope, else by the role (run/host_role.hpp).

@@ -81,7 +81,11 @@ struct ProcessResult {
   bool not_found = false;    // the program is not on PATH
   bool timed_out = false;    // killed at the deadline
   bool interrupted = false;  // killed because gpunode was (interrupt.hpp)
-  std::string spawn_error;   // errno text when it could not be started
+  // run_uncut only: the child ran on past its patience, or past gpunode's
+  // interrupt, and was waited for (never killed); its exit is its own.
+  bool outlasted_patience = false;
+  bool outlasted_interrupt = false;
+  std::string spawn_error;           // errno text when it could not be started
   std::optional<Error> input_error;  // the input source failed (run_with_input)
   std::string out;
   std::string err;
@@ -123,6 +127,24 @@ class ProcessRunner {
     ProcessResult r;
     r.spawn_error = "this process runner cannot feed standard input";
     return r;
+  }
+  // What run_uncut tells its caller while it waits, once each (kSignalAgain
+  // at every further signal).
+  enum class UncutEvent { kSignal, kSignalAgain, kPastPatience };
+  using UncutNotice = std::function<void(UncutEvent)>;
+  // For a package manager's transaction, which must never be cut (killing
+  // dpkg or rpm mid-way leaves packages half-installed; left alone, each
+  // finishes or rolls back on its own). Like run(), but neither gpunode's
+  // interrupt nor `patience` ends the child: gpunode waits for its exit,
+  // telling `notice`. Its output goes to files, not pipes, so that even
+  // gpunode's death does not end it (SIGPIPE). The caller holds a
+  // SecondSignalHold (interrupt.hpp) so that a second Ctrl-C does not end
+  // gpunode either. Runners that start no real processes run it as run().
+  virtual ProcessResult run_uncut(const std::vector<std::string>& argv,
+                                  std::chrono::milliseconds patience,
+                                  const UncutNotice& notice) {
+    (void)notice;
+    return run(argv, patience);
   }
   // Where argv[0] would be found on PATH, if anywhere.
   virtual std::optional<std::string> which(const std::string& program) = 0;

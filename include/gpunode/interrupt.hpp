@@ -6,7 +6,8 @@
 // request, a half-done image import is removed), records the interruption
 // in the journal, releases the run lock and exits 130. A second signal
 // while the first is being handled kills the process at once, as operators
-// expect from a second Ctrl-C.
+// expect from a second Ctrl-C, except while a package manager's transaction
+// runs (SecondSignalHold): gpunode stays to see it end.
 #pragma once
 
 #include <string>
@@ -21,6 +22,21 @@ void install_interrupt_handlers();
 
 // The signal that asked us to stop, or 0.
 int interrupted();
+
+// How many stop signals arrived: the first, and each one after it.
+int stop_signals();
+
+// While one is alive, a second signal does not kill gpunode either: it only
+// counts (stop_signals). For a child that must never be cut, a package
+// manager's transaction (ProcessRunner::run_uncut): gpunode waits for it to
+// end and reports how it ended; only SIGKILL stops gpunode then.
+class SecondSignalHold {
+ public:
+  SecondSignalHold();
+  ~SecondSignalHold();
+  SecondSignalHold(const SecondSignalHold&) = delete;
+  SecondSignalHold& operator=(const SecondSignalHold&) = delete;
+};
 
 // Whether work in progress should stop now: a signal arrived and no
 // InterruptShield is up. Child processes, HTTP transfers and retry loops

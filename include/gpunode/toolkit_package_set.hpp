@@ -22,7 +22,16 @@ struct ToolkitPackageSet {
   std::string dir;
   std::string family, arch, version;
   std::vector<ToolkitPackageFile> files;  // in kToolkitPackageNames order
+  // The directory's other files (not .deb or .rpm: the vendor's README,
+  // checksums, ...), by name, sorted: skipped, and noted in one line.
+  std::vector<std::string> ignored;
 };
+
+// The one note for a directory's other files: "ignoring DIR/README (not a
+// .deb or .rpm)", or "ignoring 12 other files in DIR (not .deb or .rpm): a,
+// b, c and 9 more".
+std::string ignored_files_note(const std::string& dir,
+                               const std::vector<std::string>& names);
 
 // The file's name in the bundle, made from its metadata (whose characters
 // check_package_fields limited): packages/deb/NAME_VERSION_ARCH.deb (the
@@ -37,8 +46,8 @@ Result<ToolkitPackageSet> check_toolkit_package_set(
     const std::string& dir, std::vector<ToolkitPackageFile> files);
 
 // Reads every *.deb and *.rpm in `dir` (not below it; anything else is
-// skipped with a note; a link or non-regular file is refused) and checks
-// the set.
+// skipped, with one note for all; a link or non-regular file is refused)
+// and checks the set.
 Result<ToolkitPackageSet> read_toolkit_package_dir(
     const std::string& dir,
     const std::function<void(const std::string&)>& note);

@@ -259,6 +259,7 @@ struct CreateFlags {
   bool insecure_registry = false;
   std::string platforms;  // "linux/amd64,linux/arm64"
   std::vector<std::string> toolkit_package_dirs;
+  bool json = false;
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -319,6 +320,9 @@ void register_create(CLI::App* bundle, CommandIo& io) {
                   "libnvidia-container1) of one version, as .deb or .rpm "
                   "files for one architecture; repeatable, one directory per "
                   "family and architecture");
+  cmd->add_flag("--json", f->json,
+                "Also print JSON events on stdout: errors, and a result line "
+                "(docs/json-events.md)");
   cmd->add_option("--platform", f->platforms,
                   "Platforms to pull and record, comma-separated (default "
                   "linux/amd64,linux/arm64)");
@@ -326,9 +330,10 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     // create writes a partial bundle next to --out: a Ctrl-C must let it
     // remove that (exit 130) rather than kill it half-way.
     install_interrupt_handlers();
-    Reporter report(io.out, io.err, false, false);
+    Reporter report(io.out, io.err, f->json, false);
     auto fail = [&](const Error& e) {
       report.error(e);
+      if (f->json) report.result("bundle create", e.exit, e.message, {});
       io.exit_code = static_cast<int>(e.exit);
     };
     bundle::CreateOptions options;
@@ -412,6 +417,23 @@ void register_create(CLI::App* bundle, CommandIo& io) {
     io.err << "bundle create: wrote " << terminal_safe(result->out) << " - "
            << terminal_safe(contents_summary(result->manifest))
            << (result->signed_ ? "signed" : "NOT signed") << '\n';
+    if (f->json) {
+      nlohmann::json ignored = nlohmann::json::array();
+      for (const auto& [dir, names] : result->ignored)
+        if (!names.empty()) ignored.push_back({{"dir", dir}, {"files", names}});
+      io.out << nlohmann::json{{"event", "result"},
+                               {"schema", kJsonSchemaVersion},
+                               {"command", "bundle create"},
+                               {"exit_code", 0},
+                               {"status", "ok"},
+                               {"out", result->out},
+                               {"files", result->manifest.files.size()},
+                               {"signed", result->signed_},
+                               {"ignored", ignored}}
+                    .dump(-1, ' ', false,
+                          nlohmann::json::error_handler_t::replace)
+             << '\n';
+    }
     io.exit_code = 0;
   });
 }

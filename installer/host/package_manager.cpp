@@ -1,7 +1,10 @@
 #include "host/package_manager.hpp"
 
+#include <fcntl.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -116,9 +119,35 @@ std::vector<std::string> query_argv(const PackageManager& pm,
   return argv;
 }
 
-InstalledVersions parse_query(const std::string& family, const std::string& out,
-                              const std::vector<std::string>& names) {
-  InstalledVersions found;
+std::string unfinished_state_text(const std::string& abbrev) {
+  std::string text;
+  switch (abbrev.size() >= 2 ? abbrev[1] : ' ') {
+    case 'U':
+      text = "unpacked but not configured";
+      break;
+    case 'F':
+      text = "half-configured";
+      break;
+    case 'H':
+      text = "half-installed";
+      break;
+    case 'W':
+      text = "awaiting triggers";
+      break;
+    case 't':
+      text = "with triggers pending";
+      break;
+    default:
+      text = "in state " + abbrev;
+  }
+  if (abbrev.size() >= 3 && abbrev[2] == 'R') text += ", reinstall required";
+  return text;
+}
+
+PackageQuery parse_query(const std::string& family, const std::string& out,
+                         const std::vector<std::string>& names) {
+  PackageQuery query;
+  InstalledVersions& found = query.versions;
   for (const auto& n : names) found[n] = std::nullopt;
   std::istringstream in(out);
   std::string line;
@@ -132,11 +161,17 @@ InstalledVersions parse_query(const std::string& family, const std::string& out,
       // db:Status-Abbrev: desired action, then the package's status; 'i'
       // there is "installed" (dpkg-query(1), --list). A package known only
       // as removed has no version and so no third word.
-      if (!(words >> status) || status.size() < 2 || status[1] != 'i') continue;
+      if (!(words >> status) || status.size() < 2) continue;
+      // The reinst-required flag, or a state between "not installed" and
+      // "installed": a transaction stopped there (dpkg-query(1), --list).
+      const bool flagged = status.size() >= 3 && status[2] == 'R';
+      if (flagged || std::string("UFHWt").find(status[1]) != std::string::npos)
+        query.unfinished[name] = {status, version};
+      if (status[1] != 'i' || flagged) continue;
     }
     it->second = version;
   }
-  return found;
+  return query;
 }
 
 namespace {
@@ -162,9 +197,11 @@ bool rpm_named_all(const std::string& out,
 
 }  // namespace
 
-Result<InstalledVersions> installed_versions(
-    ProcessRunner& proc, const PackageManager& pm, const std::string& root,
-    const std::vector<std::string>& names, std::chrono::milliseconds timeout) {
+Result<PackageQuery> installed_versions(ProcessRunner& proc,
+                                        const PackageManager& pm,
+                                        const std::string& root,
+                                        const std::vector<std::string>& names,
+                                        std::chrono::milliseconds timeout) {
   const auto argv = query_argv(pm, root, names);
   const ProcessResult r = proc.run(argv, timeout);
   // dpkg-query exits 1 when some name is not installed and 2 on a fatal
@@ -208,6 +245,47 @@ std::vector<std::string> install_argv(const PackageManager& pm,
   }
   argv.insert(argv.end(), files.begin(), files.end());
   return argv;
+}
+
+std::vector<std::string> lock_paths(const PackageManager& pm) {
+  if (pm.family == "deb") return {pm.db + "/lock-frontend", pm.db + "/lock"};
+  if (pm.family == "rpm") return {pm.db + "/.rpm.lock"};
+  return {};
+}
+
+std::string LockHolder::text() const {
+  if (pid <= 0) return "a process in another PID namespace";
+  return "process " + std::to_string(pid) +
+         (command.empty() ? "" : " (" + command + ")");
+}
+
+std::optional<LockHolder> lock_holder(const std::string& real_path,
+                                      const std::string& shown_path) {
+  // O_NOFOLLOW: a lock file is never a link; O_NONBLOCK: never wait on a
+  // FIFO someone put there.
+  const int fd =
+      ::open(real_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  const bool asked = ::fcntl(fd, F_GETLK, &fl) == 0;
+  ::close(fd);
+  if (!asked || fl.l_type == F_UNLCK) return std::nullopt;
+  LockHolder holder;
+  holder.path = shown_path;
+  holder.pid = static_cast<int>(fl.l_pid);
+  if (holder.pid > 0) {
+    std::ifstream comm("/proc/" + std::to_string(holder.pid) + "/comm");
+    std::getline(comm, holder.command);
+  }
+  return holder;
+}
+
+bool says_locked(const ProcessResult& r) {
+  const std::string text = r.err + r.out;
+  return text.find("locked by another process") != std::string::npos ||
+         text.find("can't create transaction lock") != std::string::npos;
 }
 
 }  // namespace gpunode

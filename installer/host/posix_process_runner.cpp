@@ -1,12 +1,14 @@
 // Spawns programs with an argv (posix_spawnp), never through a shell. The
 // child gets /dev/null as stdin and its own process group, so a timeout kills
 // it and anything it started; so does its exit: a job it left running in the
-// background (holding its output open or not) is ended then.
+// background (holding its output open or not) is ended then. A package
+// manager's transaction (run_uncut) is never killed: it is waited for.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -40,11 +42,38 @@ bool child_exited(pid_t pid) {
          info.si_pid == pid;
 }
 
+// An uncut child's output file, into `text`: its start, up to
+// kMaxCapturedBytes (`cut` says when there was more); then closed.
+void read_back(int fd, std::string& text, bool& cut) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) {
+    const auto size = static_cast<std::size_t>(st.st_size);
+    cut = size > kMaxCapturedBytes;
+    text.resize(std::min(size, kMaxCapturedBytes));
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::pread(fd, &text[done], text.size() - done,
+                                static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    text.resize(done);
+  }
+  ::close(fd);
+}
+
 class PosixProcessRunner : public ProcessRunner {
  public:
   ProcessResult run(const std::vector<std::string>& argv,
                     std::chrono::milliseconds timeout) override {
-    return execute(argv, timeout, nullptr);
+    return execute(argv, timeout, nullptr, nullptr);
+  }
+
+  ProcessResult run_uncut(const std::vector<std::string>& argv,
+                          std::chrono::milliseconds patience,
+                          const UncutNotice& notice) override {
+    return execute(argv, patience, nullptr, &notice);
   }
 
   ProcessResult run_with_input(const std::vector<std::string>& argv,
@@ -55,7 +84,7 @@ class PosixProcessRunner : public ProcessRunner {
     // Children get default dispositions back (POSIX_SPAWN_SETSIGDEF).
     static std::once_flag ignore_sigpipe;
     std::call_once(ignore_sigpipe, [] { ::signal(SIGPIPE, SIG_IGN); });
-    return execute(argv, timeout, &next_chunk);
+    return execute(argv, timeout, &next_chunk, nullptr);
   }
 
   std::optional<std::string> which(const std::string& program) override {
@@ -84,9 +113,12 @@ class PosixProcessRunner : public ProcessRunner {
   }
 
  private:
+  // `uncut`: run_uncut's notice; the child is then never killed before it
+  // exits, and writes its output to memory files (memfd_create(2)) that
+  // outlive gpunode, instead of pipes.
   ProcessResult execute(const std::vector<std::string>& argv,
                         std::chrono::milliseconds timeout,
-                        const InputSource* input) {
+                        const InputSource* input, const UncutNotice* uncut) {
     ProcessResult result;
     if (argv.empty()) {
       result.spawn_error = "empty command";
@@ -101,11 +133,20 @@ class PosixProcessRunner : public ProcessRunner {
       result.spawn_error = std::strerror(errno);
       return result;
     }
-    if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    if (uncut != nullptr) {
+      // [0] is read back after the exit, [1] is the child's: one file.
+      out_pipe[0] = out_pipe[1] = ::memfd_create("gpunode-out", MFD_CLOEXEC);
+      err_pipe[0] = err_pipe[1] = ::memfd_create("gpunode-err", MFD_CLOEXEC);
+      if (out_pipe[0] < 0 || err_pipe[0] < 0) {
+        result.spawn_error = std::strerror(errno);
+        if (out_pipe[0] >= 0) ::close(out_pipe[0]);
+        if (err_pipe[0] >= 0) ::close(err_pipe[0]);
+        return result;
+      }
+    } else if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
       result.spawn_error = std::strerror(errno);
       return result;
-    }
-    if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    } else if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
       result.spawn_error = std::strerror(errno);
       ::close(out_pipe[0]);
       ::close(out_pipe[1]);
@@ -142,8 +183,10 @@ class PosixProcessRunner : public ProcessRunner {
         ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
-    ::close(out_pipe[1]);
-    ::close(err_pipe[1]);
+    if (uncut == nullptr) {
+      ::close(out_pipe[1]);
+      ::close(err_pipe[1]);
+    }
     if (input != nullptr) ::close(in_pipe[0]);
     if (rc != 0) {
       ::close(out_pipe[0]);
@@ -169,8 +212,8 @@ class PosixProcessRunner : public ProcessRunner {
     std::optional<std::chrono::steady_clock::time_point> drain_until;
     // fds[2] is the child's stdin while we still have input for it; writes
     // are non-blocking so a child that stops reading cannot hang us.
-    pollfd fds[4] = {{out_pipe[0], POLLIN, 0},
-                     {err_pipe[0], POLLIN, 0},
+    pollfd fds[4] = {{uncut ? -1 : out_pipe[0], POLLIN, 0},
+                     {uncut ? -1 : err_pipe[0], POLLIN, 0},
                      {-1, POLLOUT, 0},
                      {exit_fd, POLLIN, 0}};
     if (input != nullptr) {
@@ -178,7 +221,8 @@ class PosixProcessRunner : public ProcessRunner {
       fds[2].fd = in_pipe[1];
     }
     std::string_view pending;
-    int open_fds = 2;
+    int open_fds = uncut ? 0 : 2;
+    int signals_seen = 0;  // uncut: the stop signals already told
     char buf[65536];
     auto close_input = [&]() {
       if (fds[2].fd >= 0) ::close(fds[2].fd);
@@ -213,6 +257,19 @@ class PosixProcessRunner : public ProcessRunner {
               argv[0]);
           break;
         }
+      } else if (uncut != nullptr) {
+        // Never cut: tell the caller what it waits through, and go on.
+        if (now >= deadline && !result.outlasted_patience) {
+          result.outlasted_patience = true;
+          (*uncut)(UncutEvent::kPastPatience);
+        }
+        const int signals = stop_signals();
+        if (interrupted() != 0 && signals > signals_seen) {
+          (*uncut)(result.outlasted_interrupt ? UncutEvent::kSignalAgain
+                                              : UncutEvent::kSignal);
+          result.outlasted_interrupt = true;
+          signals_seen = signals;
+        }
       } else if (now >= deadline) {
         result.timed_out = true;
         ::kill(-pid, SIGKILL);
@@ -226,6 +283,9 @@ class PosixProcessRunner : public ProcessRunner {
       }
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           (drain_until ? *drain_until : deadline) - now);
+      if (left.count() < 0) left = std::chrono::milliseconds(0);
+      if (uncut != nullptr && result.outlasted_patience)
+        left = std::chrono::milliseconds(1000);
       const long long tick = exit_fd < 0 && !drain_until ? 50 : 1000;
       int n =
           ::poll(fds, 4,
@@ -282,6 +342,10 @@ class PosixProcessRunner : public ProcessRunner {
     }
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (uncut != nullptr) {
+      read_back(out_pipe[0], result.out, result.out_cut);
+      read_back(err_pipe[0], result.err, result.err_cut);
     }
     if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);

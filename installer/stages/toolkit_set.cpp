@@ -64,6 +64,20 @@ std::string ToolkitSet::installed_text() const {
   return versions.empty() ? "none" : join(versions);
 }
 
+std::string ToolkitSet::unfinished_text() const {
+  std::vector<std::string> items;
+  for (const auto& [name, u] : unfinished)
+    items.push_back(name + " " + u.version + " (" + u.state + ": " +
+                    unfinished_state_text(u.state) + ")");
+  return join(items);
+}
+
+bool ToolkitSet::unfinished_at_set_version() const {
+  for (const auto& [name, u] : unfinished)
+    if (u.version != version) return false;
+  return true;
+}
+
 std::vector<std::size_t> ToolkitSet::to_install() const {
   std::vector<std::size_t> wanted;
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -88,6 +102,9 @@ std::uint64_t ToolkitSet::bytes_to_install() const {
 
 nlohmann::json ToolkitSet::facts() const {
   nlohmann::json installed_json = nlohmann::json::object();
+  nlohmann::json unfinished_json = nlohmann::json::object();
+  for (const auto& [name, u] : unfinished)
+    unfinished_json[name] = {{"state", u.state}, {"version", u.version}};
   for (const auto& [name, version] : installed)
     installed_json[name] = version ? nlohmann::json(*version) : nullptr;
   return {
@@ -98,6 +115,7 @@ nlohmann::json ToolkitSet::facts() const {
        complete() ? nlohmann::json(version) : nlohmann::json(nullptr)},
       {"carried", carried},
       {"installed", installed_json},
+      {"unfinished", unfinished_json},
       {"files", files_to_install()},
       {"bytes", bytes_to_install()},
       {"machine", machine},
@@ -144,9 +162,10 @@ Result<std::optional<ToolkitSet>> find_toolkit_set(Context& ctx) {
   auto installed = installed_versions(ctx.host.proc(), set.pm, ctx.opts.root,
                                       toolkit_names(),
                                       std::min(kQueryTimeout, ctx.time_left()));
-  if (installed)
-    set.installed = std::move(*installed);
-  else
+  if (installed) {
+    set.installed = std::move(installed->versions);
+    set.unfinished = std::move(installed->unfinished);
+  } else
     set.query_error = installed.error();
   return std::optional<ToolkitSet>(std::move(set));
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -29,11 +30,19 @@ struct ToolkitSet {
   // 1.17.8-1", or "no toolkit packages".
   std::string carried;
   InstalledVersions installed;  // of the four names; queried only with a set
+  // Those of the four a package transaction left half-way (dpkg's iU, iF,
+  // iH, ...): name -> state (PackageQuery::unfinished).
+  std::map<std::string, PackageQuery::Unfinished> unfinished;
   // The package manager could not say what is installed (installed is then
   // empty): a block only where an install would follow.
   std::optional<Error> query_error;
 
   bool complete() const { return !entries.empty(); }
+  // "nvidia-container-toolkit (iU: unpacked but not configured), ...".
+  std::string unfinished_text() const;
+  // Every unfinished package is at the set's version: installing the set
+  // again finishes them without changing any version.
+  bool unfinished_at_set_version() const;
   // Every package installed at the set's version.
   bool current() const;
   // Some package installed at a version other than the set's.

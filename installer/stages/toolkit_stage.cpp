@@ -9,10 +9,12 @@
 #include <string>
 
 #include "containerd/runtime_search.hpp"
+#include "gpunode/interrupt.hpp"
 #include "gpunode/terminal_text.hpp"
 #include "gpunode/text.hpp"
 #include "gpunode/toolkit_packages.hpp"
 #include "stages/package_copies.hpp"
+#include "stages/package_transaction.hpp"
 #include "stages/stages.hpp"
 #include "stages/toolkit_set.hpp"
 
@@ -50,9 +52,6 @@ nlohmann::json search_facts(const RuntimeSearch& search) {
   return facts;
 }
 
-// A package transaction of four small packages takes seconds; maintainer
-// scripts (ldconfig, the toolkit's config) bound it well under this.
-constexpr std::chrono::milliseconds kInstallTimeout = std::chrono::minutes(5);
 constexpr std::size_t kQuotedLines = 5;
 
 // The last lines the package manager printed (its errors come last),
@@ -119,6 +118,29 @@ std::string other_version_text(const ToolkitSet& set) {
          "; rerun with --upgrade-toolkit to install the bundle's";
 }
 
+// How the transaction ended, as the package database says afterwards:
+// "dpkg finished it: the four packages are installed at 1.17.8-1", or what
+// it failed with and what it left.
+std::string outcome_text(Context& ctx, const ToolkitSet& set,
+                         const std::string& tool, const ProcessResult& r) {
+  std::string text = r.succeeded() ? tool + " finished it"
+                                   : tool + " failed: " + describe_failure(r);
+  // Read back with time of its own: the --timeout may have run out.
+  auto query = installed_versions(
+      ctx.host.proc(), set.pm, ctx.opts.root,
+      {kToolkitPackageNames.begin(), kToolkitPackageNames.end()},
+      std::chrono::seconds(30));
+  if (!query) return text + "; what it left cannot be read back";
+  ToolkitSet now = set;
+  now.installed = std::move(query->versions);
+  now.unfinished = std::move(query->unfinished);
+  if (now.current())
+    return text + ", and " + names_text() + " are installed at " + set.version;
+  if (!now.unfinished.empty())
+    return text + "; it left " + now.unfinished_text() + " (sudo dpkg --audit)";
+  return text + "; installed now: " + now.installed_text();
+}
+
 class ToolkitStage : public Stage {
  public:
   std::string_view name() const override { return "toolkit"; }
@@ -157,6 +179,29 @@ class ToolkitStage : public Stage {
     if (carried && set->query_error && !path) {
       const Error& e = *set->query_error;
       Check c = blocked("toolkit.packages", e.message, e.fix, e.exit);
+      c.facts = search_facts(search);
+      c.facts["packages"] = set->facts();
+      return c;
+    }
+    if (carried && !set->unfinished.empty()) {
+      // An earlier transaction stopped half-way (dpkg killed, a power cut):
+      // the runtime's file may well be in place, but the packages are not
+      // installed, and stay so until a package manager finishes them. Only
+      // dpkg has such states: rpm keeps its database consistent.
+      const std::string what = "a dpkg transaction stopped half-way and left " +
+                               set->unfinished_text();
+      Check c =
+          set->unfinished_at_set_version() || ctx.opts.upgrade_toolkit
+              ? needed("toolkit.unfinished",
+                       what + " (dpkg --audit lists them)",
+                       "install " + names_text() + " " + set->version +
+                           " from the bundle again, which finishes them")
+              : blocked("toolkit.unfinished", what,
+                        "finish them with the host's package manager (sudo "
+                        "dpkg --configure -a; sudo dpkg --audit shows what is "
+                        "left), or rerun with --upgrade-toolkit to install "
+                        "the bundle's " +
+                            set->version + " over them");
       c.facts = search_facts(search);
       c.facts["packages"] = set->facts();
       return c;
@@ -293,30 +338,53 @@ class ToolkitStage : public Stage {
     // (rpm(8)), dpkg -i installs it with a warning (dpkg(1)).
     const auto argv =
         install_argv(set.pm, ctx.opts.root, files, ctx.opts.upgrade_toolkit);
-    const ProcessResult r = ctx.host.proc().run(
-        argv,
-        std::min<std::chrono::milliseconds>(kInstallTimeout, ctx.time_left()));
+    auto ran = run_package_transaction(ctx, set.pm, argv);
+    if (!ran) return ran.error();
+    const ProcessResult& r = *ran;
+    if (r.outlasted_interrupt || r.outlasted_patience) {
+      // gpunode waited for the transaction instead of cutting it; now it
+      // stops, and says how the transaction really ended.
+      const std::string why =
+          r.outlasted_interrupt ? "interrupted by " + signal_name(interrupted())
+                                : std::string("the --timeout ran out");
+      return Error{
+          r.outlasted_interrupt ? ExitCode::kInterrupted : ExitCode::kTimeout,
+          "toolkit",
+          why + " while " + argv[0] + " installed the toolkit packages " +
+              set.version + "; gpunode waited for " + argv[0] +
+              " to finish its transaction rather than cut it: " +
+              outcome_text(ctx, set, argv[0], r),
+          r.outlasted_interrupt
+              ? "run the same command again: it checks every layer and "
+                "goes on from here"
+              : "rerun with a longer --timeout: it checks every layer and "
+                "goes on from here"};
+    }
     if (!r.succeeded()) {
       const std::string said = last_lines(r);
-      return Error{r.timed_out ? ExitCode::kTimeout : ExitCode::kBlocked,
-                   "toolkit",
-                   argv[0] + " could not install the toolkit packages " +
-                       set.version + ": " + describe_failure(r) +
-                       (said.empty() ? "" : "; it said: " + said),
-                   // rpm -U checks the whole transaction's dependencies
-                   // before it changes anything (rpm(8)); dpkg -i unpacks
-                   // package by package and leaves those whose
-                   // dependencies fail unconfigured (dpkg(1), --audit).
-                   set.pm.family == "rpm"
-                       ? std::string("rpm changed nothing; fix what it names "
-                                     "(a dependency this host lacks, a "
-                                     "conflicting package), then run install "
-                                     "again")
-                       : std::string("dpkg may have left packages unpacked "
-                                     "but not configured (sudo dpkg --audit); "
-                                     "fix what it names (a dependency this "
-                                     "host lacks, a conflicting package), "
-                                     "then run install again")};
+      return Error{
+          r.timed_out ? ExitCode::kTimeout : ExitCode::kBlocked, "toolkit",
+          argv[0] + " could not install the toolkit packages " + set.version +
+              ": " + describe_failure(r) +
+              (said.empty() ? "" : "; it said: " + said),
+          // rpm -U checks the whole transaction's dependencies
+          // before it changes anything (rpm(8)); dpkg -i unpacks
+          // package by package and leaves those whose
+          // dependencies fail unconfigured (dpkg(1), --audit).
+          says_locked(r) ? "another package manager took " + argv[0] +
+                               "'s lock as the transaction started, and still "
+                               "holds it: let it finish, then run install "
+                               "again; never remove the lock file"
+          : set.pm.family == "rpm"
+              ? std::string("rpm changed nothing; fix what it names "
+                            "(a dependency this host lacks, a "
+                            "conflicting package), then run install "
+                            "again")
+              : std::string("dpkg may have left packages unpacked "
+                            "but not configured (sudo dpkg --audit); "
+                            "fix what it names (a dependency this "
+                            "host lacks, a conflicting package), "
+                            "then run install again")};
     }
     const RuntimeSearch search = find_nvidia_runtimes(ctx.host.fs());
     if (!search.nvidia_path()) {

@@ -3,7 +3,9 @@
 // sha256 that sha256sum prints, verify reports them; a bad set is exit 2
 // and leaves nothing at --out.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "gpunode/bundle.hpp"
@@ -20,6 +22,7 @@ using gpunode::test::run_gpunode;
 using gpunode::test::run_with_sim;
 using gpunode::test::snapshot_tree;
 using gpunode::test::TempDir;
+using gpunode::test::write_deb_bomb;
 
 namespace fs = std::filesystem;
 
@@ -143,4 +146,69 @@ TEST_CASE("bundle create --help says what --toolkit-packages takes",
   CHECK(h.exit_code == 0);
   CHECK_THAT(h.out, Catch::Contains("--toolkit-packages") &&
                         Catch::Contains("libnvidia-container1"));
+}
+
+TEST_CASE(
+    "a .deb whose control.tar expands past 64 MiB is exit 2 naming the file, "
+    "in about a second",
+    "[e2e][bundle][toolkit-packages]") {
+  TempDir tmp;
+  build_image(tmp.path() + "/plugin.tar", ImageSpec{});
+  const std::string dir = tmp.path() + "/deb";
+  const auto files = make_toolkit_packages(dir);
+  // In place of nvidia-container-toolkit's: the same control, 1 GiB of
+  // zeros before it (about 40 KiB on disk).
+  const std::string bomb = dir + "/nvidia-container-toolkit_1.17.8-1_amd64.deb";
+  write_deb_bomb(bomb,
+                 "Package: nvidia-container-toolkit\nVersion: 1.17.8-1\n"
+                 "Architecture: amd64\nMaintainer: NVIDIA\nDescription: x\n",
+                 std::int64_t{1} << 30);
+  CHECK(fs::file_size(bomb) < 1u << 20);
+  const auto before = snapshot_tree(tmp.path());
+  const auto t0 = std::chrono::steady_clock::now();
+  Run c = run_gpunode(create_args(tmp, {dir}));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  INFO(c.err);
+  CHECK(c.exit_code == 2);
+  CHECK_THAT(c.err, Catch::Contains(bomb) &&
+                        Catch::Contains("control.tar.zst expands to more "
+                                        "than 64 MiB"));
+  // Decompressing all of it takes longer; stopping at 64 MiB does not.
+  CHECK(took < std::chrono::seconds(3));
+  CHECK(snapshot_tree(tmp.path()) == before);
+}
+
+TEST_CASE(
+    "bundle create: a package directory's other files are one line on "
+    "stderr and the full list in --json",
+    "[e2e][bundle][toolkit-packages]") {
+  TempDir tmp;
+  build_image(tmp.path() + "/plugin.tar", ImageSpec{});
+  const std::string dir = tmp.path() + "/deb";
+  make_toolkit_packages(dir);
+  std::vector<std::string> others;
+  for (int i = 0; i < 12; ++i) {
+    others.push_back("NOTES-" + std::to_string(10 + i) + ".txt");
+    gpunode::test::write_text(dir + "/" + others.back(), "vendor\n");
+  }
+  auto args = create_args(tmp, {dir});
+  args.push_back("--json");
+  Run c = run_gpunode(args);
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  CHECK_THAT(c.err, Catch::Contains("ignoring 12 other files in " + dir +
+                                    " (not .deb or .rpm): NOTES-10.txt, "
+                                    "NOTES-11.txt, NOTES-12.txt and 9 more"));
+  // One line for all of them.
+  std::size_t lines = 0;
+  for (std::size_t at = c.err.find("ignoring"); at != std::string::npos;
+       at = c.err.find("ignoring", at + 1))
+    ++lines;
+  CHECK(lines == 1);
+  const auto j = nlohmann::json::parse(gpunode::test::last_line(c.out));
+  CHECK(j["command"] == "bundle create");
+  CHECK(j["exit_code"] == 0);
+  REQUIRE(j["ignored"].size() == 1);
+  CHECK(j["ignored"][0]["dir"] == dir);
+  CHECK(j["ignored"][0]["files"] == others);
 }

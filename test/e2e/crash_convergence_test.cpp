@@ -7,8 +7,10 @@
 // after a crash must not import an image containerd already holds
 // complete. Also: real SIGKILLs at moments chosen by the clock, and
 // SIGINT/SIGTERM (finish or undo the write in flight, journal it, release
-// the lock, exit 130, the next run resumes).
+// the lock, exit 130, the next run resumes). And a power cut inside the
+// toolkit's package transaction, while dpkg runs a maintainer script.
 #include <signal.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -21,6 +23,7 @@
 
 #include "sim_gpu_node.hpp"
 #include "test_support.hpp"
+#include "toolkit_bundle.hpp"
 
 using namespace gpunode::test;
 using json = nlohmann::json;
@@ -178,6 +181,54 @@ TEST_CASE(
   REQUIRE(resumed.exit_code == 0);
   CHECK_THAT(resumed.err, Catch::Contains("was interrupted"));
   CHECK(end_state(node) == want);
+}
+
+TEST_CASE(
+    "a power cut while dpkg runs a maintainer script converges on rerun: the "
+    "half-configured packages are finished",
+    "[e2e][crash][toolkit]") {
+  DpkgNode node;
+  write_toolkit_bundle(node.bundle,
+                       make_bundle_packages(node.t.path() + "/deb", "deb",
+                                            "1.17.8-1", "amd64", "30"));
+  const std::vector<std::string> env = node.env();
+  Background run(node.install_argv(), env);
+  {
+    INFO(run.err_so_far());
+    REQUIRE(node.wait_for_postinst());
+  }
+  // The power cut: dpkg, its maintainer script and gpunode die at once.
+  const pid_t postinst = std::stoi(read_text(node.postinst_pid_file()));
+  const pid_t group = ::getpgid(postinst);
+  REQUIRE(group > 0);
+  ::kill(-group, SIGKILL);
+  ::kill(run.pid(), SIGKILL);
+  run.wait();
+  const std::string cut = node.states();
+  INFO("after the cut:\n" << cut);
+  CHECK(cut != all_installed_states());
+  CHECK_THAT(cut, Catch::Contains("nvidia-container-toolkit iF"));
+  // nvidia-container-runtime is on disk all the same: a rerun must not take
+  // it for an installed toolkit.
+  CHECK(
+      std::filesystem::exists(node.root + "/usr/bin/nvidia-container-runtime"));
+
+  Run status = run_with_sim(
+      {GPUNODE_BINARY, "status", "--root", node.root, "--bundle", node.bundle,
+       "--insecure-skip-signature", "--only", "toolkit"},
+      env);
+  INFO(status.err);
+  CHECK_THAT(status.err, Catch::Contains("stopped half-way") &&
+                             Catch::Contains("nvidia-container-toolkit "
+                                             "1.17.8-1 (iF: half-configured)"));
+  Run rerun = run_with_sim(node.install_argv(), env);
+  INFO(rerun.err);
+  CHECK(rerun.exit_code == 0);
+  CHECK_THAT(rerun.out, Catch::Contains("\"code\":\"toolkit.unfinished\""));
+  CHECK(node.states() == all_installed_states());
+  Run third = run_with_sim(node.install_argv(), env);
+  CHECK(third.exit_code == 0);
+  CHECK_THAT(third.out, Catch::Contains("\"code\":\"toolkit.ok\""));
 }
 
 TEST_CASE("the shipped binary has no crash points", "[e2e][crash]") {

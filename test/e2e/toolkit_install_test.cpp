@@ -3,10 +3,17 @@
 // with an rpm database, and dpkg --root into a copy of a debootstrapped
 // Debian tree (packaging/chroot-cache.sh). The packages are the stand-ins of
 // test/tools/make-toolkit-packages.sh.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "gpunode/digest.hpp"
 #include "gpunode/text.hpp"
@@ -384,4 +391,171 @@ TEST_CASE(
   CHECK(w.value("status", "") == "satisfied");
   CHECK_THAT(w.dump(), Catch::Contains("cannot tell whether the toolkit "
                                        "packages are the bundle's"));
+}
+
+namespace {
+
+// The stand-ins with a postinst that sleeps `seconds` (the first time it
+// runs), in the node's bundle.
+void write_slow_bundle(const gpunode::test::DpkgNode& node,
+                       const std::string& seconds) {
+  write_toolkit_bundle(node.bundle,
+                       make_bundle_packages(node.t.path() + "/deb", "deb",
+                                            "1.17.8-1", "amd64", seconds));
+}
+
+// The error event's message (the last one).
+std::string error_message(const std::string& out) {
+  std::string message;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("event", "") == "error")
+      message = j.value("message", "");
+  }
+  return message;
+}
+
+// Holds an fcntl(2) write lock on a file, as dpkg and apt take theirs,
+// until it is destroyed.
+class HeldLock {
+ public:
+  explicit HeldLock(const std::string& path)
+      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640)) {
+    REQUIRE(fd_ >= 0);
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    REQUIRE(::fcntl(fd_, F_SETLK, &fl) == 0);
+  }
+  ~HeldLock() { ::close(fd_); }  // closing releases it
+  HeldLock(const HeldLock&) = delete;
+  HeldLock& operator=(const HeldLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "toolkit: SIGINT, twice, during dpkg's transaction waits for it to "
+    "finish: exit 130, the four packages installed",
+    "[e2e][toolkit][packages][dpkg]") {
+  gpunode::test::DpkgNode node;
+  write_slow_bundle(node, "2");
+  gpunode::test::Background run(node.install_argv(), node.env());
+  {
+    INFO(run.err_so_far());
+    REQUIRE(node.wait_for_postinst());
+  }
+  ::kill(run.pid(), SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(run.pid(), SIGINT);  // a second Ctrl-C does not cut it either
+  Run r = run.wait();
+  INFO(r.err);
+  CHECK(r.exit_code == 130);
+  CHECK_THAT(r.err, Catch::Contains("SIGINT: waiting for dpkg to finish its "
+                                    "transaction; gpunode stops after it"));
+  CHECK_THAT(r.err, Catch::Contains("SIGINT again: still waiting for dpkg"));
+  // The true outcome, not "finished or undone".
+  const std::string said = error_message(r.out);
+  CHECK_THAT(said, Catch::Contains("interrupted by SIGINT while dpkg "
+                                   "installed the toolkit packages") &&
+                       Catch::Contains("dpkg finished it, and") &&
+                       Catch::Contains("are installed at 1.17.8-1"));
+  CHECK(said.find("finished or undone") == std::string::npos);
+  CHECK(node.states() == gpunode::test::all_installed_states());
+  // The next run has nothing left to do.
+  Run again = run_with_sim(node.install_argv());
+  CHECK(again.exit_code == 0);
+  CHECK(toolkit_event(again.out).value("status", "") == "satisfied");
+}
+
+TEST_CASE(
+    "toolkit: the --timeout running out during dpkg's transaction waits for "
+    "it: exit 3 with the true outcome",
+    "[e2e][toolkit][packages][dpkg]") {
+  gpunode::test::DpkgNode node;
+  write_slow_bundle(node, "3");
+  Run r = run_with_sim(node.install_argv({"--timeout", "2s"}));
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.err, Catch::Contains("the --timeout ran out: waiting for dpkg "
+                                    "to finish its transaction"));
+  CHECK_THAT(error_message(r.out),
+             Catch::Contains("dpkg finished it, and") &&
+                 Catch::Contains("are installed at 1.17.8-1"));
+  CHECK(node.states() == gpunode::test::all_installed_states());
+}
+
+TEST_CASE(
+    "toolkit: dpkg's lock held by another process is waited for, naming "
+    "the holder, within the --timeout",
+    "[e2e][toolkit][packages][dpkg]") {
+  gpunode::test::DpkgNode node;
+  write_toolkit_bundle(node.bundle, make_bundle_packages(node.t.path() + "/deb",
+                                                         "deb", "1.17.8-1"));
+  const std::string lock = node.root + "/var/lib/dpkg/lock-frontend";
+  const std::string holder = "held by process " + std::to_string(::getpid());
+  SECTION("released while gpunode waits: it installs") {
+    auto held = std::make_unique<HeldLock>(lock);
+    gpunode::test::Background run(node.install_argv(), node.env());
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (run.err_so_far().find("Waiting for cache lock") ==
+           std::string::npos) {
+      REQUIRE(std::chrono::steady_clock::now() < until);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    held.reset();
+    Run r = run.wait();
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, Catch::Contains("Waiting for cache lock: Could not get "
+                                      "lock " +
+                                      lock + ". It is " + holder));
+    CHECK(node.states() == gpunode::test::all_installed_states());
+  }
+  SECTION(
+      "held past the --timeout: exit 3 naming the holder, nothing "
+      "installed") {
+    HeldLock held(lock);
+    const auto before = snapshot_host_tree(node.root);
+    Run r = run_with_sim(node.install_argv({"--timeout", "2s"}));
+    INFO(r.err);
+    CHECK(r.exit_code == 3);
+    const std::string said = error_message(r.out);
+    CHECK_THAT(said, Catch::Contains("the --timeout ran out waiting for "
+                                     "dpkg's lock") &&
+                         Catch::Contains(holder + " (") &&
+                         Catch::Contains("nothing was installed"));
+    CHECK_THAT(r.err, Catch::Contains("never remove the lock file"));
+    CHECK(r.err.find("dependenc") == std::string::npos);
+    CHECK(node.states().empty());
+    CHECK(changed(snapshot_host_tree(node.root), before) == "");
+  }
+}
+
+TEST_CASE(
+    "toolkit: rpm's transaction lock held past the --timeout is exit 3 "
+    "naming the holder, the database unchanged",
+    "[e2e][toolkit][packages]") {
+  RpmNode node;
+  write_toolkit_bundle(node.bundle, node.packages("rpm", "1.17.8-1"));
+  const std::string lock = node.root + "/var/lib/rpm/.rpm.lock";
+  HeldLock held(lock);
+  const auto before = host_state(node.root);
+  Run r =
+      gpunode_toolkit("install", node.root, node.bundle, {"--timeout", "2s"});
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.err, Catch::Contains("Waiting for cache lock: Could not get "
+                                    "lock " +
+                                    lock + ". It is held by process " +
+                                    std::to_string(::getpid())));
+  CHECK_THAT(error_message(r.out),
+             Catch::Contains("the --timeout ran out waiting for rpm's lock"));
+  CHECK(rpm_installed(node.root).empty());
+  CHECK(changed(host_state(node.root), before) == "");
 }

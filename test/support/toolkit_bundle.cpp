@@ -1,8 +1,12 @@
 #include "toolkit_bundle.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "gpunode/digest.hpp"
 #include "gpunode/toolkit_packages.hpp"
@@ -11,11 +15,11 @@
 
 namespace gpunode::test {
 
-std::vector<BuiltPackage> make_bundle_packages(const std::string& out,
-                                               const std::string& family,
-                                               const std::string& version,
-                                               const std::string& arch) {
-  make_toolkit_packages(out, family, version, arch);
+std::vector<BuiltPackage> make_bundle_packages(
+    const std::string& out, const std::string& family,
+    const std::string& version, const std::string& arch,
+    const std::string& postinst_sleep) {
+  make_toolkit_packages(out, family, version, arch, postinst_sleep);
   const std::string rpm_arch = arch == "amd64" ? "x86_64" : "aarch64";
   std::vector<BuiltPackage> built;
   for (const auto name : kToolkitPackageNames) {
@@ -35,6 +39,96 @@ std::vector<BuiltPackage> make_bundle_packages(const std::string& out,
     built.push_back(std::move(p));
   }
   return built;
+}
+
+void add_script_runtime(const std::string& root) {
+  namespace fs = std::filesystem;
+  for (const char* d : {"/tmp", "/bin", "/usr/bin"})
+    fs::create_directories(root + d);
+  fs::copy_file("/bin/dash", root + "/bin/sh");
+  fs::copy_file("/bin/sleep", root + "/usr/bin/sleep");
+  // Their shared libraries, where the dynamic loader looks for them.
+  Run ldd = run_with_sim({"ldd", "/bin/dash", "/bin/sleep"});
+  if (ldd.exit_code != 0) throw std::runtime_error("ldd failed: " + ldd.err);
+  std::istringstream lines(ldd.out);
+  for (std::string word; lines >> word;) {
+    if (word.empty() || word[0] != '/' || word.back() == ':') continue;
+    const std::string to = root + word;
+    if (fs::exists(to)) continue;
+    fs::create_directories(fs::path(to).parent_path());
+    fs::copy_file(word, to);
+  }
+}
+
+DpkgNode::DpkgNode() {
+  namespace fs = std::filesystem;
+  make_host_tree(root, "no-toolkit");
+  for (const char* d : {"/var/lib/dpkg/info", "/var/lib/dpkg/updates",
+                        "/var/lib/dpkg/triggers"})
+    fs::create_directories(root + d);
+  write_text(root + "/var/lib/dpkg/status", "");
+  write_text(root + "/var/lib/dpkg/available", "");
+  add_script_runtime(root);
+}
+
+std::string DpkgNode::postinst_pid_file() const {
+  return root + "/tmp/gpunode-test-postinst.pid";
+}
+
+bool DpkgNode::wait_for_postinst() const {
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!std::filesystem::exists(postinst_pid_file())) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+std::vector<std::string> DpkgNode::env() const {
+  return {"PATH=" + std::string(GPUNODE_TEST_SIM) +
+          "/bin:" + std::getenv("PATH")};
+}
+
+std::string DpkgNode::states() const {
+  std::vector<std::string> argv{"dpkg-query",
+                                "--admindir=" + root + "/var/lib/dpkg", "-W",
+                                "-f", "${Package} ${db:Status-Abbrev}\n"};
+  for (const auto name : kToolkitPackageNames) argv.emplace_back(name);
+  Run q = run_with_sim(argv);
+  std::istringstream in(q.out);
+  std::vector<std::string> lines;
+  for (std::string name, state; in >> name >> state;)
+    lines.push_back(name + " " + state);
+  std::sort(lines.begin(), lines.end());
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  return text;
+}
+
+std::vector<std::string> DpkgNode::install_argv(
+    const std::vector<std::string>& extra) const {
+  std::vector<std::string> argv{GPUNODE_BINARY,
+                                "install",
+                                "--root",
+                                root,
+                                "--bundle",
+                                bundle,
+                                "--insecure-skip-signature",
+                                "--only",
+                                "toolkit",
+                                "--json"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+std::string all_installed_states() {
+  std::vector<std::string> names{kToolkitPackageNames.begin(),
+                                 kToolkitPackageNames.end()};
+  std::sort(names.begin(), names.end());
+  std::string text;
+  for (const auto& n : names) text += n + " ii\n";
+  return text;
 }
 
 void write_toolkit_bundle(const std::string& dir,

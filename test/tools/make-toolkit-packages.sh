@@ -7,7 +7,14 @@
 # prints "<name> version <V>" like the real --version does.
 #
 #   test/tools/make-toolkit-packages.sh OUT_DIR [--family deb|rpm]
-#       [--version 1.17.8-1] [--arch amd64|arm64]
+#       [--version 1.17.8-1] [--arch amd64|arm64] [--postinst-sleep SECONDS]
+#
+# --postinst-sleep (deb only: an rpm scriptlet would make rpm require
+# /bin/sh, which the tests' rpm databases lack): nvidia-container-toolkit,
+# which dpkg configures last, gets a postinst that, the first time it runs,
+# writes its pid to /tmp/gpunode-test-postinst.pid (in the root dpkg
+# installs into) and sleeps: a slow transaction to interrupt, or to cut as a
+# power cut would.
 #
 # Writes OUT_DIR/<name>_<version>_<arch>.deb (dpkg-deb --build) or
 # OUT_DIR/<name>-<version>.<rpm arch>.rpm (rpmbuild -bb), one per package, and
@@ -17,12 +24,13 @@ set -euo pipefail
 
 out=${1:?usage: make-toolkit-packages.sh OUT_DIR [--family deb|rpm] [--version V] [--arch A]}
 shift
-family=deb version=1.17.8-1 arch=amd64
+family=deb version=1.17.8-1 arch=amd64 postinst_sleep=
 while [ $# -gt 0 ]; do
   case $1 in
     --family) family=$2; shift 2 ;;
     --version) version=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
+    --postinst-sleep) postinst_sleep=$2; shift 2 ;;
     *) echo "make-toolkit-packages: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -97,6 +105,10 @@ for name in libnvidia-container1 libnvidia-container-tools nvidia-container-tool
       echo "Description: $name (gpunode test stand-in)"
     } >"$root/DEBIAN/control"
     [ "$name" = nvidia-container-toolkit-base ] && echo /etc/nvidia-container-runtime/config.toml >"$root/DEBIAN/conffiles"
+    if [ -n "$postinst_sleep" ] && [ "$name" = nvidia-container-toolkit ]; then
+      printf '#!/bin/sh\n[ -e /tmp/gpunode-test-postinst.pid ] && exit 0\necho $$ >/tmp/gpunode-test-postinst.pid\nsleep %s\n' "$postinst_sleep" >"$root/DEBIAN/postinst"
+      chmod 0755 "$root/DEBIAN/postinst"
+    fi
     file=$out/${name}_${version}_${arch}.deb
     dpkg-deb --root-owner-group -Zxz --build "$root" "$file" >/dev/null
     echo "$file"

@@ -75,16 +75,16 @@ TEST_CASE("package manager: dpkg-query and rpm -q answers read",
                          "nvidia-container-toolkit 1.17.8-1 ii \n"
                          "libnvidia-container1 1.16.2-1 rc \n",
                          kNames);
-  CHECK(deb.at("nvidia-container-toolkit") ==
+  CHECK(deb.versions.at("nvidia-container-toolkit") ==
         std::optional<std::string>("1.17.8-1"));
-  CHECK(deb.at("libnvidia-container1") == std::nullopt);
+  CHECK(deb.versions.at("libnvidia-container1") == std::nullopt);
   auto rpm = parse_query("rpm",
                          "nvidia-container-toolkit 1.17.8-1\n"
                          "package libnvidia-container1 is not installed\n",
                          kNames);
-  CHECK(rpm.at("nvidia-container-toolkit") ==
+  CHECK(rpm.versions.at("nvidia-container-toolkit") ==
         std::optional<std::string>("1.17.8-1"));
-  CHECK(rpm.at("libnvidia-container1") == std::nullopt);
+  CHECK(rpm.versions.at("libnvidia-container1") == std::nullopt);
 }
 
 TEST_CASE(
@@ -103,7 +103,7 @@ TEST_CASE(
   auto none =
       installed_versions(proc, rpm, "/", kNames, std::chrono::seconds(1));
   REQUIRE(none);
-  CHECK(none->at("nvidia-container-toolkit") == std::nullopt);
+  CHECK(none->versions.at("nvidia-container-toolkit") == std::nullopt);
 
   // A database rpm cannot open: exit 1, as for one name not installed, but
   // no name answered on stdout.
@@ -154,7 +154,36 @@ TEST_CASE(
   auto found =
       installed_versions(some, deb, "/", kNames, std::chrono::seconds(1));
   REQUIRE(found);
-  CHECK(found->at("nvidia-container-toolkit") ==
+  CHECK(found->versions.at("nvidia-container-toolkit") ==
         std::optional<std::string>("1.17.8-1"));
-  CHECK(found->at("libnvidia-container1") == std::nullopt);
+  CHECK(found->versions.at("libnvidia-container1") == std::nullopt);
+}
+
+TEST_CASE(
+    "package manager: packages dpkg left half-way are unfinished, not "
+    "installed",
+    "[unit][packages]") {
+  // What a dpkg killed while configuring leaves (dpkg-query(1), --list):
+  // unpacked, half-configured, half-installed with reinst-required.
+  const std::vector<std::string> four = {
+      "nvidia-container-toolkit", "nvidia-container-toolkit-base",
+      "libnvidia-container-tools", "libnvidia-container1"};
+  auto q = parse_query("deb",
+                       "nvidia-container-toolkit 1.17.8-1 iU \n"
+                       "nvidia-container-toolkit-base 1.17.8-1 iF \n"
+                       "libnvidia-container-tools 1.17.8-1 iHR\n"
+                       "libnvidia-container1 1.17.8-1 ii \n",
+                       four);
+  CHECK(q.versions.at("nvidia-container-toolkit") == std::nullopt);
+  CHECK(q.versions.at("nvidia-container-toolkit-base") == std::nullopt);
+  CHECK(q.versions.at("libnvidia-container-tools") == std::nullopt);
+  CHECK(q.versions.at("libnvidia-container1") ==
+        std::optional<std::string>("1.17.8-1"));
+  REQUIRE(q.unfinished.size() == 3);
+  CHECK(q.unfinished.at("nvidia-container-toolkit").state == "iU");
+  CHECK(q.unfinished.at("nvidia-container-toolkit").version == "1.17.8-1");
+  CHECK(q.unfinished.at("libnvidia-container-tools").state == "iHR");
+  CHECK(unfinished_state_text("iU") == "unpacked but not configured");
+  CHECK(unfinished_state_text("iF") == "half-configured");
+  CHECK(unfinished_state_text("iHR") == "half-installed, reinstall required");
 }

@@ -2,6 +2,9 @@
 // exit ends the wait even when a job it started holds its output, nothing it
 // started outlives the call, and what it prints is capped. And the one
 // wording of a child's failure, used by every caller.
+#include <signal.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
@@ -10,6 +13,7 @@
 
 #include "containerd/ctr_client.hpp"
 #include "gpu/nvidia_smi.hpp"
+#include "gpunode/interrupt.hpp"
 #include "gpunode/system_host.hpp"
 #include "test_support.hpp"
 
@@ -114,6 +118,52 @@ TEST_CASE(
   CHECK(small.out.size() == 1000);
   CHECK_FALSE(small.out_cut);
   CHECK(cut_note(small).empty());
+}
+
+TEST_CASE(
+    "run_uncut waits past its patience and an interrupt, never killing the "
+    "child, and keeps what it printed",
+    "[host][process]") {
+  TempDir t;
+  auto proc = make_posix_process_runner();
+  std::vector<ProcessRunner::UncutEvent> told;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = proc->run_uncut(
+      {"sh", "-c", "echo out; echo err >&2; sleep 0.6; echo done"}, 100ms,
+      [&](ProcessRunner::UncutEvent e) { told.push_back(e); });
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(r.succeeded());
+  CHECK(r.exit_code == 0);
+  CHECK(r.outlasted_patience);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.out == "out\ndone\n");
+  CHECK(r.err == "err\n");
+  CHECK(told == std::vector<ProcessRunner::UncutEvent>{
+                    ProcessRunner::UncutEvent::kPastPatience});
+  CHECK(took >= 600ms);
+
+  // An interrupt, then another: told once each, the child still finishes.
+  install_interrupt_handlers();
+  SecondSignalHold hold;
+  told.clear();
+  std::thread signals([] {
+    std::this_thread::sleep_for(150ms);
+    ::kill(::getpid(), SIGINT);
+    std::this_thread::sleep_for(150ms);
+    ::kill(::getpid(), SIGINT);
+  });
+  auto i =
+      proc->run_uncut({"sh", "-c", "sleep 0.6; echo finished"}, 20s,
+                      [&](ProcessRunner::UncutEvent e) { told.push_back(e); });
+  signals.join();
+  reset_interrupt_for_tests();
+  CHECK(i.exit_code == 0);
+  CHECK(i.out == "finished\n");
+  CHECK(i.outlasted_interrupt);
+  CHECK_FALSE(i.interrupted);
+  CHECK(told == std::vector<ProcessRunner::UncutEvent>{
+                    ProcessRunner::UncutEvent::kSignal,
+                    ProcessRunner::UncutEvent::kSignalAgain});
 }
 
 TEST_CASE("a program killed by a signal is described by the signal's name",

@@ -153,6 +153,31 @@ TEST_CASE("a package directory: links and non-files refused, others noted",
   CHECK(none.error().exit == ExitCode::kUsage);
 }
 
+TEST_CASE(
+    "a package directory with the vendor's other files: one note for all, "
+    "the whole list kept",
+    "[toolkit-packages]") {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/deb";
+  make_toolkit_packages(dir);
+  const std::vector<std::string> others{"LICENSE", "NOTICE", "README",
+                                        "SHA256SUMS", "SHA256SUMS.asc"};
+  for (const auto& name : others) write_text(dir + "/" + name, "vendor\n");
+  std::vector<std::string> notes;
+  auto set = read_toolkit_package_dir(
+      dir, [&](const std::string& s) { notes.push_back(s); });
+  REQUIRE(set);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "ignoring 5 other files in " + dir +
+                        " (not .deb or .rpm): LICENSE, NOTICE, README and 2 "
+                        "more");
+  CHECK(set->ignored == others);
+  CHECK(ignored_files_note("/d", {"a", "b"}) ==
+        "ignoring 2 other files in /d (not .deb or .rpm): a and b");
+  CHECK(ignored_files_note("/d", {"a", "b", "c"}) ==
+        "ignoring 3 other files in /d (not .deb or .rpm): a, b and c");
+}
+
 TEST_CASE("a package that changed between the check and the copy is refused",
           "[toolkit-packages]") {
   TempDir tmp;

@@ -3,6 +3,7 @@
 // every malformed or hostile input is refused with its exact exit code.
 #include "gpunode/toolkit_packages.hpp"
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -12,6 +13,7 @@
 #include <set>
 #include <tuple>
 
+#include "gpunode/interrupt.hpp"
 #include "gpunode/package_formats.hpp"
 #include "oci_builder.hpp"
 #include "test_support.hpp"
@@ -301,4 +303,38 @@ TEST_CASE("package_arch names the host's machine in each family's words",
   CHECK(package_arch("rpm", "aarch64") == "aarch64");
   CHECK(package_arch("deb", "ppc64le").empty());
   CHECK(package_arch("apk", "x86_64").empty());
+}
+
+TEST_CASE(
+    "a .deb whose control.tar expands without end is refused at 64 MiB, and "
+    "an interrupt stops the decompression",
+    "[toolkit-packages]") {
+  TempDir tmp;
+  const std::string bomb = tmp.path() + "/bomb.deb";
+  gpunode::test::write_deb_bomb(
+      bomb,
+      "Package: nvidia-container-toolkit\nVersion: 1.17.8-1\n"
+      "Architecture: amd64\nMaintainer: NVIDIA\nDescription: x\n",
+      std::int64_t{1} << 30);
+  auto refused = read_package_info(bomb);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().exit == ExitCode::kUsage);
+  CHECK_THAT(refused.error().message,
+             Catch::Contains(bomb) &&
+                 Catch::Contains("control.tar.zst expands to more than 64 "
+                                 "MiB"));
+
+  // Below the cap, an interrupt that arrived stops it all the same.
+  gpunode::test::write_deb_bomb(
+      bomb,
+      "Package: nvidia-container-toolkit\nVersion: 1.17.8-1\n"
+      "Architecture: amd64\nMaintainer: NVIDIA\nDescription: x\n",
+      std::int64_t{32} << 20);
+  REQUIRE(read_package_info(bomb));  // it reads when left alone
+  install_interrupt_handlers();
+  ::raise(SIGINT);
+  auto stopped = read_package_info(bomb);
+  reset_interrupt_for_tests();
+  REQUIRE_FALSE(stopped);
+  CHECK(stopped.error().exit == ExitCode::kInterrupted);
 }
