@@ -23,6 +23,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "gpunode/bundle.hpp"
 #include "gpunode/crash_point.hpp"
@@ -111,8 +112,7 @@ struct Found {
 };
 
 struct Walk {
-  const std::map<std::string, std::size_t>& listed;  // path -> files index
-  const std::vector<FileEntry>& files;
+  const std::vector<FileEntry>& files;  // sorted by path (parse_manifest)
   std::vector<Found>& found;  // by files index
   std::vector<std::string>& problems;
   SteadyTime deadline;
@@ -205,12 +205,17 @@ struct Walk {
                        "; bundles hold only regular files and directories");
       return;
     }
-    auto it = listed.find(rel);
-    if (it == listed.end()) {
+    // A binary search of the sorted list: an index of every path would
+    // cost another copy of them all (issue 24: memory at 70,000 files).
+    auto it = std::lower_bound(
+        files.begin(), files.end(), rel,
+        [](const FileEntry& f, const std::string& p) { return f.path < p; });
+    if (it == files.end() || it->path != rel) {
       problem(rel, "is not listed in bundle.toml");
       return;
     }
-    const FileEntry& f = files[it->second];
+    const FileEntry& f = *it;
+    const std::size_t index = static_cast<std::size_t>(it - files.begin());
     const auto size = static_cast<std::uint64_t>(st.st_size);
     if (size != f.size) {
       problem(rel, "is " + std::to_string(size) + " bytes; bundle.toml says " +
@@ -218,7 +223,7 @@ struct Walk {
                        (size < f.size ? " (truncated)" : ""));
       return;
     }
-    found[it->second] = Found{true, st.st_dev, st.st_ino};
+    found[index] = Found{true, st.st_dev, st.st_ino};
   }
 };
 
@@ -261,6 +266,15 @@ Result<UniqueFd> open_listed(int root, const FileEntry& f, const Found& where) {
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   return fd;
 }
+
+// One unit of hashing work: one chunk of a file, or (chunk == kWholeFile)
+// a multi-chunk file from its first byte to its last, for the whole-file
+// sha256 that bundle.toml also records. SHA-256 cannot be resumed from
+// another chunk's digest, so that digest is one sequential pass; it runs
+// on one thread while the other threads hash the same file's chunks, all
+// reading the same pages at about the same time (the page cache serves the
+// second reader; the stick is read once).
+constexpr std::size_t kWholeFile = static_cast<std::size_t>(-1);
 
 struct Item {
   std::size_t file;
@@ -375,18 +389,17 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
   auto manifest = parse_manifest(**text, dir + "/" + kManifestName);
   if (!manifest) return manifest.error();
   report.manifest = std::move(*manifest);
+  text->reset();  // up to kMaxManifestBytes, not needed from here on
   const std::vector<FileEntry>& files = report.manifest.files;
 
-  std::map<std::string, std::size_t> listed;
-  for (std::size_t i = 0; i < files.size(); ++i) listed[files[i].path] = i;
   std::vector<Found> found(files.size());
   std::vector<std::string> problems;
-  Walk walk{listed, files, found, problems, options.deadline, {}, {}};
+  Walk walk{files, found, problems, options.deadline, {}, {}};
   walk.dir(root.get(), "", 0);
   if (walk.fatal) return *walk.fatal;
-  for (const FileEntry& f : files) {
-    if (!found[listed[f.path]].present && !walk.reported.count(f.path))
-      problems.push_back(f.path + ": is missing");
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (!found[i].present && !walk.reported.count(files[i].path))
+      problems.push_back(files[i].path + ": is missing");
   }
 
   // Every file is listed and inspected (none is held open): a stick pulled
@@ -394,11 +407,21 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
   // names.
   crash_point("bundle-verify:opened");
 
-  // One work item per chunk of every file that is there with the right size.
-  // Memory is bounded by bundle.toml's size (kMaxManifestBytes): a few words
-  // per chunk it lists, and one read buffer per thread.
+  // One work item per chunk of every file that is there with the right size,
+  // after one whole-file item per multi-chunk file, longest first: those are
+  // the long sequential passes, so they start first and the chunks fill the
+  // other threads around them. Memory is bounded by bundle.toml's size
+  // (kMaxManifestBytes): a few words per chunk it lists, and one read buffer
+  // per thread.
   const std::uint64_t chunk = report.manifest.chunk_bytes;
   std::vector<Item> items;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (found[i].present && files[i].chunks.size() > 1)
+      items.push_back({i, kWholeFile, 0, files[i].size});
+  }
+  std::stable_sort(
+      items.begin(), items.end(),
+      [](const Item& a, const Item& b) { return a.length > b.length; });
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (!found[i].present) continue;
     for (std::size_t c = 0; c < files[i].chunks.size(); ++c) {
@@ -406,6 +429,9 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
       items.push_back({i, c, off, std::min(chunk, files[i].size - off)});
     }
   }
+  // Progress counts the hashing to do: a multi-chunk file's bytes twice
+  // (its chunks, and its whole-file pass), so the bar ends when the work
+  // does. bytes_hashed counts each listed byte once.
   std::uint64_t to_hash = 0;
   for (const Item& it : items) to_hash += it.length;
   ProgressPiece progress(*options.progress, "verify", dir, to_hash);
@@ -413,6 +439,7 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
   std::vector<std::string> item_problems(items.size());
   std::atomic<std::size_t> next{0};
   std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> whole_file_bytes{0};  // read twice; counted once
   std::atomic<bool> stop{false};
   std::mutex fatal_mutex;
   std::optional<Error> fatal;
@@ -458,10 +485,17 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
       }
       if (!fd) continue;  // its open failed for an earlier chunk
       std::string digest;
-      std::string error = hash_range(fd.get(), it.offset, it.length, sha, buf,
-                                     bytes, progress, go_on, digest);
+      const bool whole = it.chunk == kWholeFile;
+      std::string error =
+          hash_range(fd.get(), it.offset, it.length, sha, buf,
+                     whole ? whole_file_bytes : bytes, progress, go_on, digest);
       if (!error.empty()) {
         item_problems[k] = std::move(error);
+      } else if (whole) {
+        if (digest != f.sha256)
+          item_problems[k] =
+              "sha256 of the whole file does not match bundle.toml's (" +
+              std::to_string(f.chunks.size()) + " chunks read)";
       } else if (digest != f.chunks[it.chunk]) {
         item_problems[k] = "bytes " + std::to_string(it.offset) + "-" +
                            std::to_string(it.offset + it.length - 1) +
@@ -491,16 +525,23 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
   report.bytes_hashed = bytes.load();
   if (fatal) return *fatal;
 
-  // One line per file for a file that could not be opened (every chunk of
-  // it says the same), one per bad chunk otherwise.
-  std::string last_open_problem;
-  for (std::size_t k = 0; k < items.size(); ++k) {
-    if (item_problems[k].empty()) continue;
-    const std::string line =
-        files[items[k].file].path + ": " + item_problems[k];
-    if (line == last_open_problem) continue;
-    last_open_problem = line;
+  // In file order, a file's chunks before its whole-file digest (kWholeFile
+  // sorts last); one line per file for a file that could not be opened
+  // (every item of it says the same), one per bad chunk otherwise.
+  std::vector<std::size_t> bad_items;
+  for (std::size_t k = 0; k < items.size(); ++k)
+    if (!item_problems[k].empty()) bad_items.push_back(k);
+  std::sort(bad_items.begin(), bad_items.end(),
+            [&](std::size_t a, std::size_t b) {
+              return std::tie(items[a].file, items[a].chunk) <
+                     std::tie(items[b].file, items[b].chunk);
+            });
+  std::string last_line;
+  for (std::size_t k : bad_items) {
+    std::string line = files[items[k].file].path + ": " + item_problems[k];
+    if (line == last_line) continue;
     problems.push_back(line);
+    last_line = std::move(line);
   }
   // Empty files have no chunks; their whole-file digest is known.
   static const std::string kEmptySha = sha256_hex("");

@@ -1,6 +1,7 @@
 // The journal: <state-dir>/journal.json, versioned, written atomically.
 #include "gpunode/journal.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -162,6 +163,28 @@ Result<std::string> keep_newer_journal(FileSystem& fs,
   if (auto r = fs.write_file_atomic(path, loaded.newer_text, 0600); !r)
     return r.error();
   return path;
+}
+
+bool nothing_new(const Journal& before, const Journal& after) {
+  auto same_stage = [](const auto& was, const auto& now) {
+    const bool same_result =
+        was.second.result == now.second.result ||
+        (was.second.result == "applied" && now.second.result == "satisfied");
+    return was.first == now.first && same_result &&
+           was.second.inputs_digest == now.second.inputs_digest &&
+           was.second.message == now.second.message &&
+           was.second.finished_at.empty() == now.second.finished_at.empty();
+  };
+  if (before.stages.size() != after.stages.size() ||
+      !std::equal(before.stages.begin(), before.stages.end(),
+                  after.stages.begin(), same_stage))
+    return false;
+  if (before.last_run.has_value() != after.last_run.has_value()) return false;
+  return !before.last_run ||
+         (before.last_run->command == after.last_run->command &&
+          before.last_run->exit_code == after.last_run->exit_code &&
+          before.last_run->finished_at.empty() ==
+              after.last_run->finished_at.empty());
 }
 
 Result<void> save_journal(FileSystem& fs, const std::string& state_dir,

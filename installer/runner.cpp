@@ -398,8 +398,15 @@ class Run {
                                   rec.started_at + "); checking it again");
       }
     }
+    // A journal read cleanly is kept as it was until this run has something
+    // to record: the first apply saves (with this run's start, so a crash
+    // from there on is seen), and finish() saves only when the outcome
+    // differs from the file's. A rerun that changes nothing writes nothing.
+    // Without such a journal the write comes now, so that a state dir that
+    // cannot take it is exit 5 before anything changes.
+    if (!journal_.warning && j.last_run) on_disk_ = j;
     j.last_run = RunRecord{command_, iso8601_utc(host_.clock().now()), "", -1};
-    if (!save()) {
+    if (!on_disk_ && !save()) {
       // save() named the cause; finish() must not try (and report) again.
       j.last_run.reset();
       const std::string path = journal_path(opts_.state_dir);
@@ -414,6 +421,7 @@ class Run {
 
   // Reports its own failure; callers only decide whether to go on.
   bool save() {
+    saved_ = true;
     auto r = save_journal(host_.fs(), opts_.state_dir, journal_.journal);
     if (!r) report_.error(r.error());
     return r.ok();
@@ -512,7 +520,8 @@ class Run {
     if (mutating_ && lock_ && journal_.journal.last_run) {
       journal_.journal.last_run->finished_at = iso8601_utc(host_.clock().now());
       journal_.journal.last_run->exit_code = static_cast<int>(code);
-      (void)save();
+      if (saved_ || !on_disk_ || !nothing_new(*on_disk_, journal_.journal))
+        (void)save();
     }
     nlohmann::json extra = nlohmann::json::object();
     // Which part this run did, on which kind of k3s host, with which
@@ -538,6 +547,10 @@ class Run {
   PlanTotals totals_;
   std::unique_ptr<RunLock> lock_;
   LoadedJournal journal_;
+  // journal.json as this run found it, when it read cleanly; unset once
+  // there is nothing to compare against (begin()).
+  std::optional<Journal> on_disk_;
+  bool saved_ = false;  // this run wrote journal.json (or tried to)
   std::vector<StageOutcome> outcomes_;
   ExitCode exit_ = ExitCode::kOk;
   std::string first_problem_;

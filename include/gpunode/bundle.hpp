@@ -41,11 +41,10 @@ struct FileEntry {
   std::string path;  // relative to the bundle root, '/'-separated, no "..", no
                      // leading '/'
   std::uint64_t size = 0;
-  // Plain SHA-256 of the whole file (what `sha256sum` prints), computed at
-  // create time for operators. verify_bundle reads every byte exactly once:
-  // the chunk digests are authoritative (together they cover every byte);
-  // `sha256` is checked only for files of at most one chunk, where it costs
-  // no extra read (an empty file: sha256 of nothing).
+  // Plain SHA-256 of the whole file (what `sha256sum` prints). verify_bundle
+  // checks it for every file as well as the chunk digests: for a file of at
+  // most one chunk it is the chunk's digest (an empty file: sha256 of
+  // nothing); for a longer one a sequential pass runs beside the chunks'.
   std::string sha256;
   // hex sha256 of each chunk_bytes chunk (last may be short); ceil(size /
   // chunk_bytes) of them, so none for an empty file.

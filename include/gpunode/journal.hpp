@@ -59,6 +59,14 @@ Result<std::string> keep_newer_journal(FileSystem& fs,
                                        const std::string& state_dir,
                                        const LoadedJournal& loaded);
 
+// Whether `after` records nothing that `before` does not: the same last
+// command and exit code, the same stages with the same inputs and messages,
+// each with the same result, or "satisfied" where `before` says "applied"
+// (what was applied still holds). Times are not compared. A rerun whose
+// journal would differ from the file's in nothing else writes nothing
+// (issue 24).
+bool nothing_new(const Journal& before, const Journal& after);
+
 // Exposed for tests: text <-> journal.
 std::string serialize_journal(const Journal& journal);
 Result<Journal> parse_journal(const std::string& text);

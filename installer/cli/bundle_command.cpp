@@ -186,8 +186,12 @@ void register_verify(CLI::App* bundle, CommandIo& io) {
   auto f = std::make_shared<VerifyFlags>();
   CLI::App* cmd = bundle->add_subcommand(
       "verify",
-      "Check a bundle in place, read-only: its signature, then every file's "
-      "size and SHA-256 (exit 4 on any problem, each one named)");
+      "Check a bundle in place, read-only, against everything bundle.toml "
+      "records: its Ed25519 signature (with a trusted key), that the tree "
+      "holds exactly the listed files (no links, none missing or extra), "
+      "each file's size, the SHA-256 of each chunk (chunk_bytes, 64 MiB) "
+      "and of the whole file (what sha256sum -c checks); exit 4 on any "
+      "problem, each one named");
   cmd->add_option("PATH", f->path, "The bundle directory")->required();
   cmd->add_option("--trust-key", f->trust_keys,
                   "A publisher's Ed25519 public key (PEM); repeatable. Also "

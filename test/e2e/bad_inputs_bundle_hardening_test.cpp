@@ -22,6 +22,7 @@
 #include "bad_inputs.hpp"
 #include "gpunode/bundle.hpp"
 #include "gpunode/digest.hpp"
+#include "many_files_bundle.hpp"
 #include "oci_builder.hpp"
 #include "oci_docs.hpp"
 
@@ -33,37 +34,10 @@ namespace {
 
 const std::string kRef = "nvcr.io/nvidia/k8s-device-plugin:v0.19.3";
 
-// A signed bundle of `count` small files in directories of 200, written by
-// hand (bundle create lays out only images, manifests and the binary).
-struct ManyFiles {
-  TempDir tmp;
-  std::string dir = tmp.path() + "/bundle";
-  std::string pub = tmp.path() + "/publisher.pub";
-
-  explicit ManyFiles(std::size_t count) {
-    bundle::Manifest m;
-    m.created = "2026-11-29T10:00:00Z";
-    m.gpunode_version = "0.1.0";
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::string sub = "d" + std::to_string(i / 200);
-      const std::string rel = sub + "/f" + std::to_string(i);
-      if (i % 200 == 0) std::filesystem::create_directories(dir + "/" + sub);
-      const std::string data = "file " + std::to_string(i) + "\n";
-      std::ofstream(dir + "/" + rel, std::ios::binary) << data;
-      const std::string sha = gpunode::sha256_hex(data);
-      m.files.push_back({rel, data.size(), sha, {sha}});
-    }
-    std::sort(m.files.begin(), m.files.end(),
-              [](const auto& a, const auto& b) { return a.path < b.path; });
-    auto key = bundle::generate_keypair();
-    REQUIRE(key);
-    const std::string text = bundle::write_manifest(m);
-    write_text(dir + "/bundle.toml", text);
-    auto sig = bundle::sign(key->private_pem, text);
-    REQUIRE(sig);
-    write_text(dir + "/bundle.toml.sig", *sig);
-    write_text(pub, key->public_pem);
-  }
+// A signed bundle of `count` small files (many_files_bundle.hpp), verified
+// under a descriptor limit.
+struct ManyFiles : ManyFilesBundle {
+  using ManyFilesBundle::ManyFilesBundle;
 
   // `prlimit --nofile=N gpunode bundle verify ...` (util-linux), trusting
   // the key unless `extra` says --insecure-skip-signature.
@@ -156,6 +130,51 @@ TEST_CASE("a bundle of many files verifies under a small ulimit -n",
       CHECK(s < 20.0);  // 20,000 files: ~1 s here; generous for a loaded box
     }
   }
+}
+
+TEST_CASE("verify's memory stays under 64 MiB at bundle.toml's size limit",
+          "[e2e][bundle][limits]") {
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizer's shadow memory and quarantine are not gpunode's.
+  GPUNODE_SKIP("peak RSS is the plain build's to measure");
+#endif
+  // Issue 24: 70,000 files took 143 MiB, about 10 times bundle.toml. The
+  // most files one bundle.toml can list: as many entries as fit under
+  // kMaxManifestBytes (none of them on disk, so this costs no file writes:
+  // every one is named missing, after the whole list was read).
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/bundle";
+  std::filesystem::create_directories(dir);
+  bundle::Manifest m;
+  m.created = "2026-11-29T10:00:00Z";
+  m.gpunode_version = "0.1.0";
+  const std::string sha = gpunode::sha256_hex("x");
+  std::size_t bytes = 200;  // the header
+  for (std::size_t i = 0; bytes < bundle::kMaxManifestBytes - 400; ++i) {
+    m.files.push_back({"d" + std::to_string(i / 200) + "/f" + std::to_string(i),
+                       1,
+                       sha,
+                       {sha}});
+    bytes += 200 + m.files.back().path.size();
+  }
+  std::sort(m.files.begin(), m.files.end(),
+            [](const auto& a, const auto& b) { return a.path < b.path; });
+  const std::string text = bundle::write_manifest(m);
+  REQUIRE(text.size() <= bundle::kMaxManifestBytes);
+  REQUIRE(text.size() > bundle::kMaxManifestBytes * 9 / 10);
+  write_text(dir + "/bundle.toml", text);
+  Run r =
+      run_with_sim({"/usr/bin/time", "-f", "peak-rss-kib %M", GPUNODE_BINARY,
+                    "bundle", "verify", dir, "--insecure-skip-signature"});
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.err, Catch::Contains(m.files.back().path + ": is missing"));
+  const std::size_t at = r.err.rfind("peak-rss-kib ");
+  REQUIRE(at != std::string::npos);
+  const long kib = std::atol(r.err.c_str() + at + 13);
+  INFO(m.files.size() << " files, bundle.toml " << text.size()
+                      << " bytes, peak RSS " << kib << " KiB");
+  CHECK(kib > 0);
+  CHECK(kib <= 64 * 1024);
 }
 
 TEST_CASE(

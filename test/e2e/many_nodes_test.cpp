@@ -13,6 +13,7 @@
 #include "sim_cluster.hpp"
 #include "sim_gpu_node.hpp"  // kDsPath
 #include "test_support.hpp"
+#include "tree_writes.hpp"
 
 using namespace gpunode::test;
 using json = nlohmann::json;
@@ -111,6 +112,36 @@ TEST_CASE(
   CHECK(pods.out.find("gpu-a") != std::string::npos);
 
   SECTION("a rerun anywhere makes 0 writes") {
+    // The API's writes (the simulator counts every non-GET request), each
+    // node's containerd (its images with their labels, leases and blobs:
+    // its database's times would also show containerd's own garbage
+    // collection) and each host tree, times included: the only file a rerun
+    // may write is the lock's holder line (README, "State").
+    auto host = [&](const std::string& n) {
+      return snapshot_times(c.node(n).root);
+    };
+    auto containerd = [&](const std::string& n) {
+      Containerd& d = *c.node(n).containerd;
+      std::string state;
+      for (const char* what : {"images", "leases"})
+        state += d.ctr({what, "ls"}).out;
+      for (const auto& [digest, size] : d.content_digests())
+        state += digest + " " + size + "\n";
+      return state;
+    };
+    const std::vector<std::string> lock_only{"/var/lib/gpunode/lock"};
+    auto expect_no_writes = [&](const std::string& n, const TimesSnapshot& h,
+                                const std::string& d) {
+      INFO(n);
+      CHECK(written_between(h, host(n)) == lock_only);
+      CHECK(containerd(n) == d);
+    };
+    std::map<std::string, TimesSnapshot> hosts;
+    std::map<std::string, std::string> containerds;
+    for (const std::string n : {"gpu-a", "gpu-b"}) {
+      hosts[n] = host(n);
+      containerds[n] = containerd(n);
+    }
     c.reset_stats();
     Run again = cluster_part(c);
     INFO(again.err);
@@ -121,8 +152,16 @@ TEST_CASE(
       Run rerun = node_part(c, node);
       INFO(rerun.err);
       CHECK(rerun.exit_code == 0);
+      expect_no_writes(node, hosts[node], containerds[node]);
     }
     CHECK(c.stats()["writes"] == 0);
+    // The server's first rerun journals what it found since its first run
+    // (the agents' slots, where it saw no GPU node yet); its next writes
+    // nothing.
+    const TimesSnapshot server_host = host("server");
+    const std::string server_containerd = containerd("server");
+    CHECK(cluster_part(c).exit_code == 0);
+    expect_no_writes("server", server_host, server_containerd);
   }
   SECTION("status on an agent shows the cluster-wide plugin settings") {
     Run s = c.gpunode("gpu-a", {"status", "--json"});

@@ -1,6 +1,7 @@
 // bundle.toml: round trip, byte-for-byte determinism, and a table of the
 // inputs that must be refused, each with its exit code and the words that
 // tell the operator what is wrong.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "gpunode/bundle.hpp"
@@ -156,4 +157,59 @@ TEST_CASE("a huge bundle.toml is refused before parsing", "[bundle]") {
   REQUIRE_FALSE(parsed);
   CHECK(parsed.error().exit == ExitCode::kUsage);
   CHECK_THAT(parsed.error().message, Catch::Contains("at most"));
+}
+
+// parse_manifest reads bundle.toml one [[files]] table at a time (issue 24:
+// memory); what the document means and where an error is must not change.
+TEST_CASE("bundle.toml read table by table means what the whole document does",
+          "[bundle]") {
+  const std::string text = write_manifest(sample());
+  auto line_of = [&](const std::string& s, std::size_t from = 0) {
+    const auto at = text.find(s, from);
+    REQUIRE(at != std::string::npos);
+    return "bundle.toml:" +
+           std::to_string(1 +
+                          std::count(text.begin(), text.begin() + at, '\n'));
+  };
+  SECTION("an error in a later table names its line in the whole document") {
+    const std::string where = line_of("size = 0");
+    auto parsed = parse_manifest(with("size = 0", "size = -1"), "bundle.toml");
+    REQUIRE_FALSE(parsed);
+    CHECK_THAT(parsed.error().message,
+               Catch::Contains(where + ": \"size\" must not be negative"));
+    auto malformed =
+        parse_manifest(with("size = 0", "size = = 0"), "bundle.toml");
+    REQUIRE_FALSE(malformed);
+    CHECK_THAT(malformed.error().message, Catch::StartsWith(where));
+  }
+  SECTION("a path listed twice is named at its later line") {
+    const std::string where = line_of("path = \"empty\"");
+    auto parsed = parse_manifest(
+        with("path = \"empty\"", "path = \"bin/gpunode\""), "bundle.toml");
+    REQUIRE_FALSE(parsed);
+    CHECK_THAT(parsed.error().message,
+               Catch::Contains(where + ": file path \"bin/gpunode\" is listed "
+                                       "twice"));
+  }
+  SECTION("[[images]] after the [[files]] tables is read as TOML reads it") {
+    const auto images = text.find("\n[[images]]");
+    const auto files = text.find("\n[[files]]");
+    REQUIRE(images < files);
+    const std::string moved = text.substr(0, images) + text.substr(files) +
+                              text.substr(images, files - images);
+    auto parsed = parse_manifest(moved, "bundle.toml");
+    REQUIRE(parsed);
+    auto whole = parse_manifest(text, "bundle.toml");
+    REQUIRE(whole);
+    REQUIRE(parsed->images.size() == 1);
+    CHECK(parsed->images[0].ref == whole->images[0].ref);
+    CHECK(parsed->files.size() == whole->files.size());
+  }
+  SECTION("a [[files]] line inside a multi-line string is refused, not cut") {
+    auto parsed = parse_manifest(with("min_driver = \"550.54\"",
+                                      "min_driver = \"\"\"\n[[files]]\n\"\"\""),
+                                 "bundle.toml");
+    REQUIRE_FALSE(parsed);
+    CHECK(parsed.error().exit == ExitCode::kUsage);
+  }
 }

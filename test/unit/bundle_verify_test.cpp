@@ -275,6 +275,29 @@ TEST_CASE("bundle.toml whose single-chunk sha256 contradicts is refused",
   expect_refused(b, b.trusting(), {"install.sh: sha256 does not match"});
 }
 
+TEST_CASE(
+    "a signed bundle.toml whose whole-file sha256 of a multi-chunk file is "
+    "wrong is refused, naming the file",
+    "[bundle]") {
+  // Every chunk digest is right: only the whole-file digest (what
+  // `sha256sum -c` checks) is wrong, and bundle.toml is validly signed.
+  Bundle b;
+  for (auto& f : b.manifest.files)
+    if (f.path == "images/device-plugin.tar") f.sha256 = sha256_hex("other");
+  b.seal();
+  for (unsigned threads : {1u, 4u}) {
+    VerifyOptions o = b.trusting();
+    o.threads = threads;
+    expect_refused(b, o,
+                   {"images/device-plugin.tar: sha256 of the whole file does "
+                    "not match bundle.toml's (5 chunks read)"});
+    auto r = verify_bundle(b.dir, o);
+    REQUIRE_FALSE(r);
+    // Only that file is named: its chunks and the other files are fine.
+    CHECK(r.error().message.find('\n') == std::string::npos);
+  }
+}
+
 TEST_CASE("signatures: sign, check, fingerprint", "[bundle]") {
   auto k = generate_keypair();
   REQUIRE(k);
