@@ -169,7 +169,8 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
                   "Remove another NVIDIA device plugin DaemonSet (e.g. a Helm "
                   "release) before "
                   "installing this one; without it gpunode refuses to install "
-                  "a second plugin");
+                  "a second plugin. The cluster part's: refused with --scope "
+                  "node");
   }
   if (set != FlagSet::kUninstall) {
     cmd->add_option(
@@ -185,11 +186,11 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
         "--all-nodes", v.all_nodes,
         "Allow a change of the device plugin's settings (variant, replicas) "
         "that restarts the plugin on other GPU nodes too: one DaemonSet "
-        "serves them all");
+        "serves them all. The cluster part's: refused with --scope node");
     cmd->add_flag("--smoke", v.smoke,
                   "Finally run a CUDA Pod (runtimeClassName nvidia, one GPU "
                   "slot) and require "
-                  "\"Test PASSED\" in its log");
+                  "\"Test PASSED\" in its log. Only with --scope both");
     cmd->add_option(
         "--smoke-image", v.smoke_image,
         "Image for --smoke: in k3s's containerd already, or imported from "

@@ -107,7 +107,7 @@ def copy_seconds(output):
         return max([r.get("_fleet_seconds", 0)
                     for play in (output or {}).get("plays", [])
                     for task in play.get("tasks", [])
-                    if task.get("task", {}).get("name", "").startswith(prefix)
+                    if prefix in task.get("task", {}).get("name", "")
                     for r in task.get("hosts", {}).values()], default=0.0)
     return (slowest("Make the tar") + slowest("The tar is whole") +
             slowest("The bundle directory on the node") +
@@ -123,6 +123,11 @@ def inner(n, sim_dir):
     b = bed.Bed(sim_dir, work)
     agents = sorted(name for name in b.nodes if name != "server")
     result = {}
+    # As an operator's ansible.cfg would have it (`pipelining = True`): one
+    # SSH session a task instead of three. GPUNODE_BENCH_PIPELINING=0 times
+    # Ansible's default.
+    os.environ["ANSIBLE_PIPELINING"] = os.environ.get(
+        "GPUNODE_BENCH_PIPELINING", "1")
     with bed.Sshd(work / "sshd") as sshd:
         if n == BY_HAND:
             result = by_hand(b, agents, sshd)
@@ -196,7 +201,8 @@ def main():
     one = rows[1]
     mb = one["bundle_bytes"] / 1e6
     print(f"rollout playbook, bundle of {mb:.0f} MB, one run each "
-          "(forks and serial >= N):")
+          "(forks and serial >= N, ANSIBLE_PIPELINING="
+          f"{os.environ.get('GPUNODE_BENCH_PIPELINING', '1')}):")
     print(f"  {'N':>3}  {'first s':>8}  {'copy s':>7}  {'rerun s':>8}  "
           f"{'copy s':>7}")
     for n, r in rows.items():
