@@ -16,17 +16,21 @@ configure_build() {
 
 build_with_progress() {
   local tag=$1 dir=$2 jobs=$3
-  export CCACHE_BASEDIR=$PWD
+  # NOHASHDIR: with -g, ccache would otherwise hash the build directory in,
+  # and a clone in another folder would miss every object.
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
   # Little to do (the glob re-check that CONFIGURE_DEPENDS adds to every
   # build, a few objects): build without a word.
-  local steps
-  steps=$(ninja -C "$dir" -n 2>/dev/null | grep '^\[' | grep -cv 'Re-checking globbed' || true)
-  if [ "${steps:-0}" -le 5 ]; then
+  # A dry run that must re-run CMake first cannot count what follows.
+  local dry steps
+  dry=$(ninja -C "$dir" -n 2>/dev/null || true)
+  steps=$(grep '^\[' <<<"$dry" | grep -cv 'Re-checking globbed' || true)
+  if [ "${steps:-0}" -le 5 ] && ! grep -q 'Re-running CMake' <<<"$dry"; then
     ninja -C "$dir" -j "$jobs" >/dev/null
     return
   fi
   # Said on stderr, so a caller that silences stdout (the demo) still shows it.
-  echo "$tag: building gpunode and its tests into $dir/ ($steps steps; from scratch" \
+  echo "$tag: building gpunode and its tests into $dir/ (from scratch" \
     "about 15 minutes on 2 cores, a minute or two when ccache has the objects;" \
     "log: $dir/build.log)" >&2
   local status=0
