@@ -343,9 +343,22 @@ class CurlTransport : public Transport {
     return CurlPtr(curl_easy_init());
   }
 
+  // take_handle() takes from the back: a handle whose connection is still
+  // open goes there, one whose connection is gone (a watch stopped
+  // mid-stream, which libcurl must close) to the front, so the next request
+  // reuses a live connection instead of paying a new TLS handshake (issue
+  // 24: after the allocatable watch, the stage's check).
   void give_back(CurlPtr handle) {
+    curl_socket_t socket = CURL_SOCKET_BAD;
+    const bool live = curl_easy_getinfo(handle.get(), CURLINFO_ACTIVESOCKET,
+                                        &socket) == CURLE_OK &&
+                      socket != CURL_SOCKET_BAD;
     std::lock_guard<std::mutex> lock(mu_);
-    if (idle_.size() < 4) idle_.push_back(std::move(handle));
+    if (idle_.size() >= 4) return;
+    if (live)
+      idle_.push_back(std::move(handle));
+    else
+      idle_.insert(idle_.begin(), std::move(handle));
   }
 
   CurlOptions options_;
