@@ -113,7 +113,7 @@ struct Found {
 
 struct Walk {
   const std::vector<FileEntry>& files;  // sorted by path (parse_manifest)
-  std::vector<Found>& found;  // by files index
+  std::vector<Found>& found;            // by files index
   std::vector<std::string>& problems;
   SteadyTime deadline;
   std::set<std::string> reported;  // paths already named in a problem

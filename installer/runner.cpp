@@ -359,10 +359,7 @@ class Run {
       report_.error(r.error());
       return r.error();
     }
-    auto lock =
-        RunLock::acquire(host_.fs(), opts_.state_dir,
-                         "pid " + std::to_string(::getpid()) + ", " + command_ +
-                             ", started " + iso8601_utc(host_.clock().now()));
+    auto lock = RunLock::acquire(host_.fs(), opts_.state_dir);
     if (!lock) {
       report_.error(lock.error());
       return lock.error();

@@ -65,9 +65,7 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
   }
   if (auto r = prepare_state_dir(host.fs(), opts.state_dir); !r)
     return fail(r.error());
-  auto lock =
-      RunLock::acquire(host.fs(), opts.state_dir,
-                       "pid " + std::to_string(::getpid()) + ", uninstall");
+  auto lock = RunLock::acquire(host.fs(), opts.state_dir);
   if (!lock) return fail(lock.error());
 
   Context ctx(host, opts, host.clock().steady_now() + opts.timeout);

@@ -161,7 +161,7 @@ class CurlTransport : public Transport {
   Outcome perform(const HttpRequest& request, std::chrono::milliseconds timeout,
                   std::chrono::milliseconds connect_timeout,
                   const OnData& on_data) override {
-    CurlPtr handle = take_handle();
+    CurlPtr handle = take_handle(on_data != nullptr);
     if (!handle)
       return TransportError{Failure::kOther, "curl_easy_init failed", 0, {}};
     Transfer transfer;
@@ -335,22 +335,45 @@ class CurlTransport : public Transport {
   }
 
   // Handles are pooled rather than shared: a watch callback may issue
-  // other requests while its own transfer is still running.
-  CurlPtr take_handle() {
+  // other requests while its own transfer is still running. A request
+  // takes the most recently used handle (its connection is the likeliest
+  // open). A streamed one (a watch, a download) leaves that one to the
+  // requests made meanwhile and after: it takes the oldest of two or more,
+  // else a new handle, so its TLS handshake comes when it starts, not
+  // after the watched-for event (issue 24: the allocatable watch).
+  CurlPtr take_handle(bool streamed) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!idle_.empty()) {
+      if (!idle_.empty() && !streamed) {
         CurlPtr h = std::move(idle_.back());
         idle_.pop_back();
+        return h;
+      }
+      if (idle_.size() >= 2) {
+        CurlPtr h = std::move(idle_.front());
+        idle_.erase(idle_.begin());
         return h;
       }
     }
     return CurlPtr(curl_easy_init());
   }
 
+  // take_handle() takes requests' handles from the back: a handle whose
+  // connection is still open goes there, one whose connection is gone (a
+  // watch stopped mid-stream, which libcurl must close) to the front, so
+  // the next request reuses a live connection instead of paying a new TLS
+  // handshake (issue 24: after the allocatable watch, the stage's check).
   void give_back(CurlPtr handle) {
+    curl_socket_t socket = CURL_SOCKET_BAD;
+    const bool live = curl_easy_getinfo(handle.get(), CURLINFO_ACTIVESOCKET,
+                                        &socket) == CURLE_OK &&
+                      socket != CURL_SOCKET_BAD;
     std::lock_guard<std::mutex> lock(mu_);
-    if (idle_.size() < 4) idle_.push_back(std::move(handle));
+    if (idle_.size() >= 4) return;
+    if (live)
+      idle_.push_back(std::move(handle));
+    else
+      idle_.insert(idle_.begin(), std::move(handle));
   }
 
   CurlOptions options_;

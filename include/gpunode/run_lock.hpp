@@ -1,5 +1,5 @@
 // One gpunode run per host at a time: an exclusive flock on
-// <state-dir>/lock, whose content names the holder for the run that loses.
+// <state-dir>/lock; the run that loses names the holder from /proc/locks.
 #pragma once
 
 #include <memory>
@@ -14,10 +14,10 @@ namespace gpunode {
 
 class RunLock {
  public:
-  // Fails with ExitCode::kCannotRun naming the current holder.
+  // Fails with ExitCode::kCannotRun naming the current holder (its pid and
+  // command line, from /proc/locks). Writes nothing to the lock file.
   static Result<std::unique_ptr<RunLock>> acquire(const FileSystem& fs,
-                                                  const std::string& state_dir,
-                                                  const std::string& holder);
+                                                  const std::string& state_dir);
   ~RunLock();
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;

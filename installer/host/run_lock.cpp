@@ -1,6 +1,6 @@
 // flock(2) on <state-dir>/lock. The kernel drops the lock when the process
-// dies, however it dies, so a crashed run never blocks the next one; the
-// holder's description in the file is only for the message of the loser.
+// dies, however it dies, so a crashed run never blocks the next one. The
+// file is never written: the loser finds the holder in /proc/locks.
 #include "gpunode/run_lock.hpp"
 
 #include <fcntl.h>
@@ -8,8 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <utility>
 
 #include "gpunode/fs_errors.hpp"
@@ -25,11 +29,39 @@ Error not_a_lock(const std::string& host_path, const std::string& why) {
       "remove it (sudo rm " + host_path + "); the next run makes a new one"};
 }
 
+// "pid N: ARGV" of the process holding a flock on inode `ino`, from the
+// kernel's lock table (/proc/locks: "1: FLOCK  ADVISORY  WRITE PID
+// MAJ:MIN:INODE 0 EOF"; a waiter's line has "->" after its number); "" when
+// it cannot be seen (no /proc, another PID namespace). Only the inode is
+// compared: on overlayfs the table names the upper layer's device.
+std::string lock_holder(ino_t ino) {
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  while (std::getline(locks, line)) {
+    std::istringstream in(line);
+    std::string number, kind, advisory, access, pid, where;
+    in >> number >> kind;
+    if (kind == "->") continue;
+    in >> advisory >> access >> pid >> where;
+    const std::size_t colon = where.rfind(':');
+    if (kind != "FLOCK" || colon == std::string::npos ||
+        where.substr(colon + 1) != std::to_string(ino))
+      continue;
+    std::ifstream cmdline("/proc/" + pid + "/cmdline", std::ios::binary);
+    std::string argv((std::istreambuf_iterator<char>(cmdline)),
+                     std::istreambuf_iterator<char>());
+    while (!argv.empty() && argv.back() == '\0') argv.pop_back();
+    std::replace(argv.begin(), argv.end(), '\0', ' ');
+    if (argv.size() > 200) argv = argv.substr(0, 200) + "...";
+    return "pid " + pid + (argv.empty() ? std::string() : ": " + argv);
+  }
+  return "";
+}
+
 }  // namespace
 
-Result<std::unique_ptr<RunLock>> RunLock::acquire(const FileSystem& fs,
-                                                  const std::string& state_dir,
-                                                  const std::string& holder) {
+Result<std::unique_ptr<RunLock>> RunLock::acquire(
+    const FileSystem& fs, const std::string& state_dir) {
   const std::string host_path = state_dir + "/lock";
   // The entry itself, never a link's target: O_NOFOLLOW refuses a symbolic
   // link as the last component, and the state dir's own path was resolved
@@ -62,31 +94,19 @@ Result<std::unique_ptr<RunLock>> RunLock::acquire(const FileSystem& fs,
     why = "it is owned by uid " + std::to_string(st.st_uid);
   if (!why.empty()) return not_a_lock(host_path, why);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    std::string who(512, '\0');
-    ssize_t n = ::pread(fd, who.data(), who.size(), 0);
-    who.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-    while (!who.empty() && (who.back() == '\n' || who.back() == '\0'))
-      who.pop_back();
+    const std::string who = lock_holder(st.st_ino);
     return Error{
         ExitCode::kCannotRun, "preflight",
         "another gpunode run holds " + host_path +
             (who.empty() ? std::string() : " (" + who + ")"),
         "wait for it to finish; the lock is released when that process exits"};
   }
-  // We hold the lock: now it is safe to rewrite the holder description.
-  if (::ftruncate(fd, 0) == 0) {
-    std::string text = holder + "\n";
-    ssize_t ignored = ::pwrite(fd, text.data(), text.size(), 0);
-    (void)ignored;
-  }
+  // Nothing is written: the holder is found from the kernel's lock table
+  // when another run needs to name it, so a run that changes nothing
+  // leaves the state directory exactly as it was (issue 24).
   return std::unique_ptr<RunLock>(new RunLock(std::move(lock)));
 }
 
-RunLock::~RunLock() {
-  // Empty the description so a stale holder is never named; closing the
-  // descriptor releases the lock.
-  if (::ftruncate(fd_.get(), 0) != 0) {
-  }
-}
+RunLock::~RunLock() = default;  // closing the descriptor releases the lock
 
 }  // namespace gpunode

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "k3s_sim.hpp"
 #include "sim_gpu_node.hpp"
 #include "test_support.hpp"
 
@@ -126,4 +127,58 @@ TEST_CASE("an API server that keeps failing is given up on, naming the cause",
   CHECK(took < std::chrono::seconds(20));
   node.sim->faults({{"error_5xx", 0}});
   CHECK(node.sim->object(kRcPath).is_null());
+}
+
+TEST_CASE(
+    "once the allocatable watch ends, the stage's check reuses a live "
+    "connection",
+    "[e2e][allocatable]") {
+  // Issue 24: gpunode noticed the slots about 20 ms after `kubectl wait`.
+  // The watch took the run's one open connection, so the request in its
+  // callback paid a new TLS handshake, and the watch's connection, closed
+  // when it stops mid-stream, cost the check after it another. Counted by
+  // the simulator: the TLS handshakes clients complete after the flip.
+  TempDir dir;
+  const std::string root = dir.path() + "/node";
+  make_host_tree(root, "good-v3");
+  SimOptions options;
+  options.root = root;  // no containerd socket: every image counts as present
+  options.plugin_start_ms = 50;
+  K3sSim sim(options);
+  const char* path = std::getenv("PATH");
+  const std::vector<std::string> env{
+      "PATH=" + std::string(GPUNODE_TEST_SIM) +
+          "/bin:" + (path ? path : "/usr/bin:/bin"),
+      "GPUNODE_SIM_ROOT=" + root};
+  auto install = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv{GPUNODE_BINARY, "install",   "--root",
+                                  root,           "--timeout", "60s"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  };
+  Run first = run_with_sim(install({"--skip", "image"}), env);
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  sim.set_node({{"healthy", 0}});
+  REQUIRE(eventually([&] {
+    return sim.object("/api/v1/nodes/gpu-node-1")["status"]["allocatable"]
+               .value("nvidia.com/gpu", "") == "0";
+  }));
+  // The earlier run's watch may still count as open: wait for this run's.
+  sim.reset_stats();
+  Background waiting(install({"--only", "allocatable"}), env);
+  REQUIRE(eventually([&] {
+    return waiting.err_so_far().find("[allocatable]  applying") !=
+               std::string::npos &&
+           sim.stats()["by_verb"].value("watch", 0) > 0;
+  }));
+  const int before_flip = sim.stats()["tls_handshakes"];
+  sim.set_node({{"healthy", 1}});
+  Run r = waiting.wait();
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // None: the watch opened a connection of its own when it started, so
+  // the request inside its callback and the check after it reuse the one
+  // the run had (before: 2, one for each).
+  CHECK(sim.stats()["tls_handshakes"].get<int>() - before_flip == 0);
 }

@@ -65,7 +65,7 @@ TEST_CASE("the lock is never opened through a link", "[state][lock]") {
 
   SECTION("symbolic link") {
     REQUIRE(::symlink(target.c_str(), lock.c_str()) == 0);
-    auto r = gpunode::RunLock::acquire(*fs, "/state", "pid 1, install");
+    auto r = gpunode::RunLock::acquire(*fs, "/state");
     REQUIRE_FALSE(r);
     CHECK(r.error().exit == ExitCode::kCannotRun);
     CHECK_THAT(r.error().message,
@@ -74,7 +74,7 @@ TEST_CASE("the lock is never opened through a link", "[state][lock]") {
   }
   SECTION("hard link") {
     REQUIRE(::link(target.c_str(), lock.c_str()) == 0);
-    auto r = gpunode::RunLock::acquire(*fs, "/state", "pid 1, install");
+    auto r = gpunode::RunLock::acquire(*fs, "/state");
     REQUIRE_FALSE(r);
     CHECK_THAT(r.error().message, Catch::Contains("has 2 names"));
   }

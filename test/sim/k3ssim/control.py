@@ -25,7 +25,9 @@ fault injection and node knobs. Knobs, all POST with a JSON body:
   GET  /stats                    {"writes", "requests", "by_verb",
                                  "dry_run_writes", "writes_by_user" (write
                                  requests by user name), "faulted",
-                                 "watches_open", "allocatable_changed_at"}
+                                 "watches_open", "allocatable_changed_at",
+                                 "tls_handshakes" (connections a client
+                                 opened and completed TLS on)}
   POST /stats/reset              zeroes the counters
   GET  /object?path=/api/...     the stored object, or null
   GET  /log?namespace=NS&pod=NAME[&container=C]
@@ -55,6 +57,7 @@ class Stats:
             self.writes = 0
             self.dry_run_writes = 0
             self.faulted = 0
+            self.tls_handshakes = 0
             self.by_verb = {}
             self.writes_by_user = {}
             self.watches_open = getattr(self, "watches_open", 0)
@@ -71,6 +74,10 @@ class Stats:
                     self.writes += 1
                     self.writes_by_user[user] = \
                         self.writes_by_user.get(user, 0) + 1
+
+    def count_handshake(self):
+        with self.lock:
+            self.tls_handshakes += 1
 
     def count_fault(self):
         with self.lock:
@@ -94,6 +101,7 @@ class Stats:
                     "dry_run_writes": self.dry_run_writes,
                     "writes_by_user": dict(self.writes_by_user),
                     "faulted": self.faulted,
+                    "tls_handshakes": self.tls_handshakes,
                     "watches_open": self.watches_open,
                     "allocatable_changed_at": allocatable_changed_at}
 

@@ -146,6 +146,7 @@ class ApiServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
         except (ssl.SSLError, OSError) as err:
             self.sim.log(f"TLS handshake failed: {err}")
             return
+        self.sim.stats.count_handshake()
         with self.connections_lock:
             self.connections.add(conn)
         try:
