@@ -19,27 +19,25 @@ build_with_progress() {
   # NOHASHDIR: with -g, ccache would otherwise hash the build directory in,
   # and a clone in another folder would miss every object.
   export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
-  # Little to do (the glob re-check that CONFIGURE_DEPENDS adds to every
-  # build, a few objects): build without a word.
-  # A dry run that must re-run CMake first cannot count what follows.
-  local dry steps
-  dry=$(ninja -C "$dir" -n 2>/dev/null || true)
-  steps=$(grep '^\[' <<<"$dry" | grep -cv 'Re-checking globbed' || true)
-  if [ "${steps:-0}" -le 5 ] && ! grep -q 'Re-running CMake' <<<"$dry"; then
-    ninja -C "$dir" -j "$jobs" >/dev/null
-    return
-  fi
-  # Said on stderr, so a caller that silences stdout (the demo) still shows it.
-  echo "$tag: building gpunode and its tests into $dir/ (from scratch" \
-    "about 15 minutes on 2 cores, a minute or two when ccache has the objects;" \
-    "log: $dir/build.log)" >&2
-  local status=0
-  NINJA_STATUS='[%f/%t] ' ninja -C "$dir" -j "$jobs" >"$dir/build.log" 2>&1 &
-  local pid=$! shown=-1 done_ total pct
-  # A line at every tenth of the way, read from ninja's own [done/total].
+  local status=0 log="$dir/build.log"
+  NINJA_STATUS='[%f/%t] ' ninja -C "$dir" -j "$jobs" >"$log" 2>&1 &
+  local pid=$! waited=0 shown=-1 done_ total pct
+  # A build that ends within 10 s (nothing or little to do) goes without a
+  # word. (ninja -n cannot count in advance: CONFIGURE_DEPENDS makes every
+  # dry run stop at the glob re-check.) Said on stderr, so a caller that
+  # silences stdout (the demo) still shows it.
   while kill -0 "$pid" 2>/dev/null; do
-    sleep 5
-    read -r done_ total < <(grep -o '^\[[0-9]*/[0-9]*\]' "$dir/build.log" | tail -1 | tr -d '[]' | tr / ' ') || true
+    sleep 1
+    waited=$((waited + 1))
+    [ "$waited" -ge 10 ] || continue
+    if [ "$shown" -lt 0 ]; then
+      echo "$tag: building gpunode and its tests into $dir/ (from scratch about 15" \
+        "minutes on 2 cores, a minute or two when ccache has the objects; log: $log)" >&2
+      shown=0
+    fi
+    [ $((waited % 5)) -eq 0 ] || continue
+    # A line at every tenth of the way, read from ninja's own [done/total].
+    read -r done_ total < <(grep -o '^\[[0-9]*/[0-9]*\]' "$log" | tail -1 | tr -d '[]' | tr / ' ') || true
     [ -n "${total:-}" ] && [ "$total" -gt 0 ] || continue
     pct=$((done_ * 100 / total / 10 * 10))
     if [ "$pct" -gt "$shown" ]; then
@@ -49,9 +47,9 @@ build_with_progress() {
   done
   wait "$pid" || status=$?
   if [ "$status" -ne 0 ]; then
-    echo "$tag: the build failed; the end of $dir/build.log:" >&2
-    tail -40 "$dir/build.log" >&2
+    echo "$tag: the build failed; the end of $log:" >&2
+    tail -40 "$log" >&2
     return "$status"
   fi
-  echo "$tag: build done" >&2
+  [ "$shown" -lt 0 ] || echo "$tag: build done" >&2
 }
