@@ -469,6 +469,8 @@ TEST_CASE(
     "toolkit: SIGINT, twice, during dpkg's transaction waits for it to "
     "finish: exit 130, the four packages installed",
     "[e2e][toolkit][packages][dpkg]") {
+  if (const auto why = gpunode::test::dpkg_node_unavailable(); !why.empty())
+    GPUNODE_SKIP(why);
   gpunode::test::DpkgNode node;
   write_slow_bundle(node, "2");
   gpunode::test::Background run(node.install_argv(), node.env());
@@ -503,6 +505,8 @@ TEST_CASE(
     "toolkit: the --timeout running out during dpkg's transaction waits for "
     "it: exit 3 with the true outcome",
     "[e2e][toolkit][packages][dpkg]") {
+  if (const auto why = gpunode::test::dpkg_node_unavailable(); !why.empty())
+    GPUNODE_SKIP(why);
   gpunode::test::DpkgNode node;
   write_slow_bundle(node, "3");
   Run r = run_with_sim(node.install_argv({"--timeout", "2s"}));
@@ -520,6 +524,8 @@ TEST_CASE(
     "toolkit: dpkg's lock held by another process is waited for, naming "
     "the holder, within the --timeout",
     "[e2e][toolkit][packages][dpkg]") {
+  if (const auto why = gpunode::test::dpkg_node_unavailable(); !why.empty())
+    GPUNODE_SKIP(why);
   gpunode::test::DpkgNode node;
   write_toolkit_bundle(node.bundle, make_bundle_packages(node.t.path() + "/deb",
                                                          "deb", "1.17.8-1"));
