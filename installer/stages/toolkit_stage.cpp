@@ -125,7 +125,9 @@ std::string outcome_text(Context& ctx, const ToolkitSet& set,
                          const std::string& tool, const ProcessResult& r) {
   std::string text = r.succeeded() ? tool + " finished it"
                                    : tool + " failed: " + describe_failure(r);
-  // Read back with time of its own: the --timeout may have run out.
+  // Read back with time of its own (the --timeout may have run out), and
+  // to the end: the interrupt that came stops the run after it.
+  InterruptShield shield;
   auto query = installed_versions(
       ctx.host.proc(), set.pm, ctx.opts.root,
       {kToolkitPackageNames.begin(), kToolkitPackageNames.end()},

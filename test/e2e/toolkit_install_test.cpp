@@ -5,6 +5,7 @@
 // test/tools/make-toolkit-packages.sh.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -416,24 +417,50 @@ std::string error_message(const std::string& out) {
   return message;
 }
 
-// Holds an fcntl(2) write lock on a file, as dpkg and apt take theirs,
-// until it is destroyed.
+// A helper process that holds an fcntl(2) write lock on a file, as dpkg,
+// apt and rpm take theirs, until this is destroyed. (Not the test process
+// itself: any close of the file there, a snapshot's, would drop the lock.)
 class HeldLock {
  public:
-  explicit HeldLock(const std::string& path)
-      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640)) {
-    REQUIRE(fd_ >= 0);
-    struct flock fl {};
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    REQUIRE(::fcntl(fd_, F_SETLK, &fl) == 0);
+  explicit HeldLock(const std::string& path) {
+    int ready[2], release[2];
+    REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
+    REQUIRE(::pipe2(release, O_CLOEXEC) == 0);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {  // only async-signal-safe calls from here
+      ::close(ready[0]);
+      ::close(release[1]);
+      const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+      struct flock fl {};
+      fl.l_type = F_WRLCK;
+      fl.l_whence = SEEK_SET;
+      const char ok = fd >= 0 && ::fcntl(fd, F_SETLK, &fl) == 0 ? 'y' : 'n';
+      (void)!::write(ready[1], &ok, 1);
+      char c;
+      (void)!::read(release[0], &c, 1);  // until the test closes its end
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    ::close(release[0]);
+    release_ = release[1];
+    char ok = 'n';
+    (void)!::read(ready[0], &ok, 1);
+    ::close(ready[0]);
+    REQUIRE(ok == 'y');
   }
-  ~HeldLock() { ::close(fd_); }  // closing releases it
+  ~HeldLock() {
+    ::close(release_);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
   HeldLock(const HeldLock&) = delete;
   HeldLock& operator=(const HeldLock&) = delete;
+  pid_t pid() const { return pid_; }
 
  private:
-  int fd_;
+  pid_t pid_ = -1;
+  int release_ = -1;
 };
 
 }  // namespace
@@ -442,6 +469,8 @@ TEST_CASE(
     "toolkit: SIGINT, twice, during dpkg's transaction waits for it to "
     "finish: exit 130, the four packages installed",
     "[e2e][toolkit][packages][dpkg]") {
+  if (const auto why = gpunode::test::dpkg_node_unavailable(); !why.empty())
+    GPUNODE_SKIP(why);
   gpunode::test::DpkgNode node;
   write_slow_bundle(node, "2");
   gpunode::test::Background run(node.install_argv(), node.env());
@@ -476,6 +505,8 @@ TEST_CASE(
     "toolkit: the --timeout running out during dpkg's transaction waits for "
     "it: exit 3 with the true outcome",
     "[e2e][toolkit][packages][dpkg]") {
+  if (const auto why = gpunode::test::dpkg_node_unavailable(); !why.empty())
+    GPUNODE_SKIP(why);
   gpunode::test::DpkgNode node;
   write_slow_bundle(node, "3");
   Run r = run_with_sim(node.install_argv({"--timeout", "2s"}));
@@ -493,14 +524,18 @@ TEST_CASE(
     "toolkit: dpkg's lock held by another process is waited for, naming "
     "the holder, within the --timeout",
     "[e2e][toolkit][packages][dpkg]") {
+  if (const auto why = gpunode::test::dpkg_node_unavailable(); !why.empty())
+    GPUNODE_SKIP(why);
   gpunode::test::DpkgNode node;
   write_toolkit_bundle(node.bundle, make_bundle_packages(node.t.path() + "/deb",
                                                          "deb", "1.17.8-1"));
   const std::string lock = node.root + "/var/lib/dpkg/lock-frontend";
-  const std::string holder = "held by process " + std::to_string(::getpid());
   SECTION("released while gpunode waits: it installs") {
     auto held = std::make_unique<HeldLock>(lock);
-    gpunode::test::Background run(node.install_argv(), node.env());
+    const std::string holder = "held by process " + std::to_string(held->pid());
+    // A bounded --timeout: a lock never seen free fails in a minute.
+    gpunode::test::Background run(node.install_argv({"--timeout", "60s"}),
+                                  node.env());
     const auto until =
         std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (run.err_so_far().find("Waiting for cache lock") ==
@@ -521,6 +556,7 @@ TEST_CASE(
       "held past the --timeout: exit 3 naming the holder, nothing "
       "installed") {
     HeldLock held(lock);
+    const std::string holder = "held by process " + std::to_string(held.pid());
     const auto before = snapshot_host_tree(node.root);
     Run r = run_with_sim(node.install_argv({"--timeout", "2s"}));
     INFO(r.err);
@@ -553,7 +589,7 @@ TEST_CASE(
   CHECK_THAT(r.err, Catch::Contains("Waiting for cache lock: Could not get "
                                     "lock " +
                                     lock + ". It is held by process " +
-                                    std::to_string(::getpid())));
+                                    std::to_string(held.pid())));
   CHECK_THAT(error_message(r.out),
              Catch::Contains("the --timeout ran out waiting for rpm's lock"));
   CHECK(rpm_installed(node.root).empty());

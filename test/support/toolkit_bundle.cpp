@@ -1,5 +1,7 @@
 #include "toolkit_bundle.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -58,6 +60,12 @@ void add_script_runtime(const std::string& root) {
     fs::create_directories(fs::path(to).parent_path());
     fs::copy_file(word, to);
   }
+}
+
+std::string dpkg_node_unavailable() {
+  return ::geteuid() == 0 ? ""
+                          : "dpkg --root runs maintainer scripts chrooted, "
+                            "which needs root";
 }
 
 DpkgNode::DpkgNode() {

@@ -34,6 +34,10 @@ std::vector<BuiltPackage> make_bundle_packages(
 // libraries, copied from this machine, and /tmp.
 void add_script_runtime(const std::string& root);
 
+// Why a DpkgNode cannot work here, or "": dpkg --root runs maintainer
+// scripts chrooted, which needs root.
+std::string dpkg_node_unavailable();
+
 // A node without the toolkit (host-tree.sh no-toolkit) whose packages dpkg
 // manages: an empty dpkg database and add_script_runtime. And where its
 // bundle goes.
