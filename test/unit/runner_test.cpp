@@ -225,7 +225,7 @@ TEST_CASE("a corrupt journal is reported and the run goes on", "[runner]") {
 
 TEST_CASE(
     "a journal from a newer gpunode is kept aside before install writes its "
-    "own; status and plan leave it alone",
+    "own, and status and plan leave it alone",
     "[runner]") {
   Harness h;
   const std::string state = h.dir.path() + h.opts.state_dir;
