@@ -283,13 +283,44 @@ struct Item {
   std::uint64_t length;
 };
 
+// Progress in the bundle's bytes while the work is more than that: a
+// multi-chunk file is read twice (its chunks, and its whole-file pass). Each
+// byte hashed moves the bar by total_bytes / total_work, so it shows the
+// bundle's size and ends when the work does.
+class ScaledProgress {
+ public:
+  ScaledProgress(ProgressPiece& piece, std::uint64_t total_bytes,
+                 std::uint64_t total_work)
+      : piece_(piece), total_bytes_(total_bytes), total_work_(total_work) {}
+
+  void add(std::uint64_t work) {
+    const std::uint64_t done = work_.fetch_add(work) + work;
+    const std::uint64_t target =
+        total_work_ == 0
+            ? total_bytes_
+            : static_cast<std::uint64_t>(static_cast<unsigned __int128>(done) *
+                                         total_bytes_ / total_work_);
+    std::uint64_t shown = shown_.load();
+    while (target > shown && !shown_.compare_exchange_weak(shown, target)) {
+    }
+    if (target > shown) piece_.add(target - shown);
+  }
+
+ private:
+  ProgressPiece& piece_;
+  const std::uint64_t total_bytes_;
+  const std::uint64_t total_work_;
+  std::atomic<std::uint64_t> work_{0};
+  std::atomic<std::uint64_t> shown_{0};
+};
+
 // Hashes [offset, offset+length) of fd into `digest` (hex), through `buf`.
 // Returns "" or what went wrong. `go_on` is asked every 4 MiB (a chunk is
 // 64 MiB: seconds on a slow stick) whether to carry on.
 std::string hash_range(int fd, std::uint64_t offset, std::uint64_t length,
                        Sha256& sha, std::vector<char>& buf,
                        std::atomic<std::uint64_t>& bytes,
-                       ProgressPiece& progress,
+                       ScaledProgress& progress,
                        const std::function<bool()>& go_on,
                        std::string& digest) {
   if (!sha.reset()) return "cannot start SHA-256";
@@ -429,12 +460,17 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
       items.push_back({i, c, off, std::min(chunk, files[i].size - off)});
     }
   }
-  // Progress counts the hashing to do: a multi-chunk file's bytes twice
-  // (its chunks, and its whole-file pass), so the bar ends when the work
-  // does. bytes_hashed counts each listed byte once.
+  // Progress shows the bundle's bytes, moved by the hashing to do (a
+  // multi-chunk file's bytes twice), so the bar ends when the work does.
+  // bytes_hashed counts each listed byte once.
   std::uint64_t to_hash = 0;
-  for (const Item& it : items) to_hash += it.length;
-  ProgressPiece progress(*options.progress, "verify", dir, to_hash);
+  std::uint64_t listed = 0;
+  for (const Item& it : items) {
+    to_hash += it.length;
+    if (it.chunk != kWholeFile) listed += it.length;
+  }
+  ProgressPiece progress_piece(*options.progress, "verify", dir, listed);
+  ScaledProgress progress(progress_piece, listed, to_hash);
   // What went wrong with each item ("" for none), in item order.
   std::vector<std::string> item_problems(items.size());
   std::atomic<std::size_t> next{0};
@@ -559,7 +595,7 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
     }
     return integrity(std::move(message));
   }
-  progress.done();
+  progress_piece.done();
   return report;
 }
 
