@@ -110,7 +110,10 @@ def converge(checks, b):
     the bundle and plan after; b: the first run brings every GPU node to
     GPUs x 8 (gpu-b over SSH, running the bundle's binary only as the
     controller-verified private copy); c: replicas 8 -> 4 on every node, the
-    fleet check judging 4; d: a rerun changes nothing."""
+    fleet check judging 4; d: a rerun changes nothing; e: a bad
+    GPUNODE_TIMEOUT in gpu-a's gpunode_environment fails gpu-a at the
+    bundle's verify with gpunode's message and fix, and the bundle is not
+    copied again (a new copy would not mend a setting)."""
     bundle, pub = b.make_bundle(b.work / "bundle")
     gpus = {"gpu-a": 1, "gpu-b": 2}
     installed = installed_gpunode(b)
@@ -123,14 +126,14 @@ def converge(checks, b):
         a_env = dict(b.nodes["gpu-a"][1])
         a_env["PATH"] = f"{installed}:{a_env['PATH']}"
 
-        def inventory(replicas, all_nodes=False):
+        def inventory(replicas, all_nodes=False, gpu_a_env=a_env):
             return b.write_inventory(
                 {"server": node("server")},
                 # gpu-a: gpunode installed on its PATH; gpu-b: none of its
                 # own, over SSH, with become (su: root needs no password
                 # for it, so no sudoers file is touched here).
                 {"gpu-a": node("gpu-a", gpunode_binary="",
-                               gpunode_environment=a_env),
+                               gpunode_environment=gpu_a_env),
                  "gpu-b": node("gpu-b", gpunode_binary="", ansible_become=True,
                                ansible_become_method="su", **sshd.vars())},
                 other=["cpu-1"],
@@ -232,6 +235,28 @@ def converge(checks, b):
             checks.check(f"rerun: summary has {name} ok",
                          entries.get(name, {}).get("outcome") == "ok",
                          str(entries.get(name)))
+
+        rc, out, err, raw = bed.playbook(inventory(
+            4, True, dict(a_env, GPUNODE_TIMEOUT="bogus")), b.work)
+        checks.check("bad GPUNODE_TIMEOUT: playbook fails", rc != 0,
+                     err[-3000:] + raw[-3000:])
+        again = [t for _, t, h, r in fc.task_results(out)
+                 if h == "gpu-a" and not r.get("skipped") and
+                 ("Copy the bundle again" in t or
+                  "Verify the bundle again" in t)]
+        checks.check("bad GPUNODE_TIMEOUT: no second copy or verify on "
+                     "gpu-a", not again, str(again))
+        a = fc.summary(out).get("gpu-a", {})
+        checks.check("bad GPUNODE_TIMEOUT: the summary names it, with a fix "
+                     "naming the role variable",
+                     a.get("outcome") == "failed" and
+                     "GPUNODE_TIMEOUT: expected a positive duration" in
+                     a.get("message", "") and
+                     "gpunode_timeout, when given, overrides it" in
+                     (a.get("fix") or ""), str(a))
+        checks.check("bad GPUNODE_TIMEOUT: gpu-b ok",
+                     fc.summary(out).get("gpu-b", {}).get("outcome") == "ok",
+                     str(fc.summary(out).get("gpu-b")))
 
 
 def broken_handler(checks, b):

@@ -18,8 +18,9 @@ short_description: The gpunode rollout's summary, even when Ansible ended the pl
 version_added: 0.1.0
 description:
   - Records the results the rollout's tasks register (the bundle's,
-    C(gpunode_cluster), C(gpunode_node), C(gpunode_check)) and, when the
-    playbook ends without its summary play having run (a batch failed beyond
+    C(gpunode_cluster), C(gpunode_node), C(gpunode_check),
+    C(gpunode_smoke_run)) and, when the playbook ends without its summary
+    play having run (a failed smoke test ends it too; a batch failed beyond
     C(max_fail_percentage), or all of it), prints each node's outcome and why,
     as the summary play would have.
   - Silent when the summary play ran.

@@ -19,6 +19,9 @@ description:
   - A row has C(node), C(part), C(outcome) (C(ok), C(changed), C(failed),
     C(unreachable) or C(not run)), C(stage), C(layer), C(message), C(fix) and
     C(line), the row in words.
+  - When C(gpunode_smoke) ran, a last row, C(part) C(smoke test), on the
+    server that ran the CUDA Pod; a failed one names the layer, the node the
+    Pod was scheduled on and the fix there.
   - A GPU node whose own part succeeded is still C(failed) when the fleet-wide
     check (C(gpunode_check), C(gpunode status --scope cluster) on a server)
     found it short of its slots; the row then names the lowest broken layer.
@@ -56,7 +59,11 @@ _DONE = ('ok', 'changed')
 BUNDLE_RESULTS = ('gpunode_bundle_trusted', 'gpunode_bundle_node_toml',
                   'gpunode_bundle_dir_made', 'gpunode_bundle_copy',
                   'gpunode_bundle_check')
-MAIN_RESULTS = ('gpunode_cluster', 'gpunode_node', 'gpunode_check')
+# gpunode_smoke: the CUDA Pod's run (roles/gpunode/tasks/check.yml), on a
+# server: its own row, since the Pod may run on any GPU node.
+SMOKE_RESULT = 'gpunode_smoke_run'
+MAIN_RESULTS = ('gpunode_cluster', 'gpunode_node', 'gpunode_check',
+                SMOKE_RESULT)
 
 
 def _mapping(value):
@@ -106,6 +113,20 @@ def _short_nodes(hostvars, servers):
     return {}
 
 
+def _smoke_row(hostvars, servers):
+    """The smoke test's row (gpunode_smoke), on the server that ran it, or
+    None when it did not run. gpunode's message names the node the Pod was
+    scheduled on, and its fix what to do there."""
+    for host in servers:
+        res = _mapping(hostvars[host].get(SMOKE_RESULT))
+        if res is None or res.get('skipped'):
+            continue
+        row = _outcome([res])
+        row.update(node=host, part='smoke test')
+        return row
+    return None
+
+
 def _line(host, part, row):
     text = '%s (%s): %s' % (host, part, row['outcome'])
     if row['stage']:
@@ -153,6 +174,9 @@ def fleet_summary(hostvars, groups):
                        fix=cause.get('fix'))
         row.update(node=host, part='node part')
         rows.append(row)
+    smoke = _smoke_row(hostvars, servers)
+    if smoke is not None:
+        rows.append(smoke)
     for row in rows:
         row['line'] = _line(row['node'], row['part'], row)
     return rows

@@ -70,9 +70,12 @@ FLAG_VARIABLES = {
     '--image-archive': 'gpunode_image_archive',
     '--bundle': 'gpunode_bundle_dir',
     '--trust-key': 'gpunode_trust_keys',
+    '--skip': 'gpunode_skip',
 }
 _VALUED = ('--variant', '--replicas', '--node', '--timeout', '--min-driver',
-           '--image-archive', '--bundle', '--trust-key')
+           '--image-archive', '--bundle', '--trust-key', '--skip')
+# Flags whose role variable is a list: its value is written as one.
+_LISTS = ('--skip', '--trust-key')
 _FLAG = re.compile(r'(?<![\w-])(--[a-z0-9][a-z0-9-]*)(?![\w-])'
                    r'(?:(?:=| )(?!--)([^\s,;()]+))?')
 _INSTALL = re.compile(r'(?:sudo )?gpunode install((?: --[a-z0-9-]+'
@@ -93,7 +96,9 @@ def _variable(match, with_value):
                          after[:1]) or after.startswith(' setting')
         return '%s%s%s' % (name, '' if listed else ': true',
                            ' ' + value if value else '')
-    return '%s: %s' % (name, value) if value and with_value else name
+    if value and with_value:
+        return '%s: %s' % (name, '[%s]' % value if flag in _LISTS else value)
+    return name
 
 
 def ansible_terms(text):
@@ -184,6 +189,15 @@ def would_write(events):
                for e in stage_events(events).values())
 
 
+def cause_layer(stage_event):
+    """The layer a blocked stage's cause is in: the smoke stage's facts
+    name it (docs/json-events.md, smoke: `layer`, e.g. `image` for a CUDA
+    image not on the node), where the stage's own layer is only where it
+    looked (`Pod resource limit`); any other stage, its own."""
+    layer = (stage_event.get('facts') or {}).get('layer')
+    return layer if isinstance(layer, str) and layer else         stage_event.get('layer')
+
+
 def failure(events, result):
     """The diagnosis of a run that did not end done: the failed apply or
     outside error first (it is why the run stopped), else the lowest blocked
@@ -204,7 +218,7 @@ def failure(events, result):
         if e.get('event') == 'stage' and e.get('status') == 'blocked':
             return {
                 'stage': e.get('stage'),
-                'layer': safe_text(e.get('layer')),
+                'layer': safe_text(cause_layer(e)),
                 'code': e.get('code'),
                 'message': ansible_terms(safe_text(e.get('summary'))),
                 'fix': ansible_terms(safe_text(e.get('fix'))) or None,

@@ -14,6 +14,7 @@ import tempfile
 
 from ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode_events import (
     EventError,
+    ansible_terms,
     parse_events,
     result_event,
     safe_text,
@@ -55,8 +56,8 @@ def binary_of(module):
         return None
     module.fail_json(
         msg='no gpunode to run on this node: install the gpunode .deb, set '
-        '`binary`, or give `bundle` with `bundle_sha256` (the role sets it '
-        'once the controller verified the bundle)',
+        'gpunode_binary, or let the controller verify the bundle: '
+        'gpunode_bundle_src',
         failure=dict(code=NO_BINARY, stage='bundle', layer='bundle'))
 
 
@@ -75,8 +76,8 @@ def _refuse(module, code, message):
     module.fail_json(msg=message, failure=dict(
         code=code, stage='bundle', layer='bundle', message=message,
         fix='install the gpunode .deb from media you trust (or set '
-        '`binary`), or let the controller verify the bundle first (the '
-        "role's gpunode_bundle_src)"))
+        'gpunode_binary), or let the controller verify the bundle: '
+        'gpunode_bundle_src'))
 
 
 def _read_limited(module, path, limit):
@@ -119,8 +120,8 @@ def verified_bundle_binary(module, bundle, bundle_sha256):
     if not bundle_sha256:
         _refuse(module, UNVERIFIED,
                 'refusing to run %s/bin/gpunode: no trusted gpunode has '
-                'verified this bundle (no gpunode on PATH, no `binary`, no '
-                '`bundle_sha256` from a verify on the controller)'
+                'verified this bundle (no gpunode on PATH, no gpunode_binary, '
+                'and the controller did not verify it: gpunode_bundle_src)'
                 % safe_text(bundle))
     toml = _read_limited(module, os.path.join(bundle, 'bundle.toml'), _MAX_TOML)
     if hashlib.sha256(toml).hexdigest() != bundle_sha256.lower():
@@ -206,14 +207,16 @@ def run_gpunode(module, argv):
     else it printed can be trusted then."""
     if not os.path.exists(argv[0]):
         module.fail_json(
-            msg='gpunode binary %s does not exist: set `binary`, or `bundle` '
-            'to the directory that has bin/gpunode' % safe_text(argv[0]),
+            msg='gpunode binary %s does not exist: set gpunode_binary, or '
+            'gpunode_bundle_dir to the directory that has bin/gpunode'
+            % safe_text(argv[0]),
             cmd=[safe_text(a) for a in argv])
     # NO_COLOR: stderr goes into results as text, not terminal codes.
     rc, out, err = module.run_command(argv, check_rc=False,
                                       environ_update={'NO_COLOR': '1'})
     events = parse_events(out)
-    tail = safe_text(err[-_STDERR_TAIL:])
+    # The fix lines in it name the role's variables, as msg and fix do.
+    tail = ansible_terms(safe_text(err[-_STDERR_TAIL:]))
     try:
         result = result_event(events, rc)
     except EventError as e:

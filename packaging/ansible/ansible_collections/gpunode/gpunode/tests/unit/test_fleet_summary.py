@@ -133,5 +133,52 @@ class FleetSummaryTest(unittest.TestCase):
         self.assertEqual(row['message'], 'gpunode bundle verify: integrity '
                          'failure at bundle: bin/gpunode: SHA-256 differs')
 
+    def test_a_failed_smoke_test_has_its_row_with_node_and_fix(self):
+        hostvars = self.hostvars()
+        hostvars['server']['gpunode_smoke_run'] = node_result(
+            failed=True, msg='gpunode install: blocked at smoke',
+            gpunode={'failure': {
+                'stage': 'smoke', 'layer': 'image',
+                'message': 'image: the CUDA Pod gpunode-smoke-1 is '
+                           'ErrImagePull on node gpu-a: the image cuda is not '
+                           "in k3s's containerd there",
+                'fix': 'on node gpu-a: sudo k3s ctr -n k8s.io images import '
+                       'FILE.tar'}})
+        rows = fleet_summary(hostvars, GROUPS)
+        self.assertEqual(rows[-1]['part'], 'smoke test')
+        self.assertEqual(rows[-1]['outcome'], 'failed')
+        self.assertEqual(
+            rows[-1]['line'],
+            'server (smoke test): failed at smoke (image): image: the CUDA '
+            'Pod gpunode-smoke-1 is ErrImagePull on node gpu-a: the image '
+            "cuda is not in k3s's containerd there Fix: on node gpu-a: sudo "
+            'k3s ctr -n k8s.io images import FILE.tar')
+
+    def test_no_smoke_row_when_it_did_not_run(self):
+        hostvars = self.hostvars()
+        hostvars['server']['gpunode_smoke_run'] = {'skipped': True,
+                                                   'changed': False}
+        rows = fleet_summary(hostvars, GROUPS)
+        self.assertNotIn('smoke test', [r['part'] for r in rows])
+        hostvars['server']['gpunode_smoke_run'] = node_result()
+        self.assertEqual(fleet_summary(hostvars, GROUPS)[-1]['line'],
+                         'server (smoke test): ok')
+
+    def test_a_bad_setting_in_the_verify_carries_gpunode_fix(self):
+        hostvars = self.hostvars()
+        hostvars['gpu-a']['gpunode_bundle_check'] = node_result(
+            failed=True, rc=2, msg='gpunode bundle verify: invalid input',
+            failure={'stage': 'usage', 'layer': 'usage',
+                     'message': "GPUNODE_TIMEOUT: expected a positive "
+                                "duration, got 'bogus'",
+                     'fix': 'set GPUNODE_TIMEOUT in gpunode\'s environment '
+                            'to a valid value, or unset it (gpunode_timeout, '
+                            'when given, overrides it)'})
+        row = by_node(fleet_summary(hostvars, GROUPS))['gpu-a']
+        self.assertEqual(row['outcome'], 'failed')
+        self.assertIn("GPUNODE_TIMEOUT: expected a positive duration, got "
+                      "'bogus' Fix: set GPUNODE_TIMEOUT", row['line'])
+
+
 if __name__ == '__main__':
     unittest.main()

@@ -109,6 +109,24 @@ class FailureTest(unittest.TestCase):
         self.assertEqual(line, 'gpunode install: blocked at handler (handler '
                          'layer): handler now Fix: restart k3s-agent')
 
+    def test_a_failed_smoke_names_the_layer_of_its_cause(self):
+        # The smoke stage's own layer is where it looked; its facts name
+        # where the cause is (docs/json-events.md, smoke).
+        events = [stage('smoke', 'blocked', layer='Pod resource limit',
+                        code='smoke.image',
+                        summary='image: the CUDA Pod p is ErrImagePull on '
+                        'node gpu-b: ...',
+                        fix='on node gpu-b: sudo k3s ctr -n k8s.io images '
+                        'import FILE.tar',
+                        facts={'layer': 'image', 'node': 'gpu-b'})]
+        what = ev.failure(events, result(exit_code=1, status='blocked'))
+        self.assertEqual(what['layer'], 'image')
+        self.assertEqual(what['stage'], 'smoke')
+        # Before a Pod ran the facts' layer is null: the stage's own.
+        events[0]['facts'] = {'layer': None}
+        self.assertEqual(ev.failure(events, result(
+            exit_code=1, status='blocked'))['layer'], 'Pod resource limit')
+
     def test_an_error_event_comes_before_a_blocked_stage(self):
         events = [stage('plugin', 'blocked'),
                   {'event': 'error', 'layer': 'cluster', 'message': 'refused',
@@ -153,9 +171,21 @@ class AnsibleTermsTest(unittest.TestCase):
         ('use the same --rename-shared setting as the cluster\'s workloads',
          'use the same gpunode_rename_shared setting as the cluster\'s '
          'workloads'),
+        # The plugin stage's fix (another plugin serves): gpunode_skip, a
+        # list.
+        ('To keep that one instead: gpunode install --skip plugin, and give '
+         'the platform',
+         'To keep that one instead: rerun the playbook with gpunode_skip: '
+         '[plugin], and give the platform'),
+        ('gpunode install (without --skip plugin)',
+         'gpunode install (without gpunode_skip: [plugin])'),
+        # A bad GPUNODE_TIMEOUT (installer/cli/site_config.cpp).
+        ('set GPUNODE_TIMEOUT in gpunode\'s environment to a valid value, or '
+         'unset it (--timeout, when given, overrides it)',
+         'set GPUNODE_TIMEOUT in gpunode\'s environment to a valid value, or '
+         'unset it (gpunode_timeout, when given, overrides it)'),
         # Text without a flag the role sets stays as it is.
-        ('gpunode install --skip plugin, and give the platform',
-         'gpunode install --skip plugin, and give the platform'),
+        ('gpunode install --dry-run first', 'gpunode install --dry-run first'),
         ('sudo systemctl restart k3s-agent', 'sudo systemctl restart k3s-agent'),
     )
 

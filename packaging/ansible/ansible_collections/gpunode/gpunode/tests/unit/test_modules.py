@@ -169,6 +169,24 @@ class UntrustedOutputTest(HostTreeCase):
                          'driver): GPU \\x1b]0;owned\\x07 lost Fix: reboot')
         self.assertIn('\\x1b[31m', r['stderr_tail'])
 
+    def test_stderr_tail_names_the_role_variables(self):
+        binary = stand_in(self.tmp, (
+            'import json\n'
+            'print(json.dumps({"event": "stage", "stage": "handler", '
+            '"layer": "h", "status": "blocked", "code": "h.x", '
+            '"summary": "no runtime", "fix": "rerun gpunode with '
+            '--restart-k3s"}))\n'
+            'print(json.dumps({"event": "result", "schema": 1, '
+            '"command": "install", "exit_code": 1, "status": "blocked", '
+            '"summary": "h", "stages": [{"stage": "handler", '
+            '"status": "blocked"}]}))\n'
+            'sys.stderr.write("  fix: rerun gpunode with --restart-k3s\\n")\n'
+            'sys.exit(1)\n'))
+        rc, r = run_module('gpunode', {'binary': binary})
+        self.assertEqual(rc, 1)
+        self.assertEqual(r['stderr_tail'], '  fix: rerun the playbook with '
+                         'gpunode_restart_k3s: true\\x0a')
+
 
 class FactsTest(HostTreeCase):
     def test_the_driver_and_gpus_of_the_host(self):
@@ -275,7 +293,10 @@ class CheckModeTest(HostTreeCase):
         # Out of check mode the same is no gpunode at all.
         rc, r = run_module('gpunode', {'bundle_pending': True}, env)
         self.assertEqual(rc, 1)
-        self.assertIn('no gpunode to run on this node', r['msg'])
+        # The role's variables, not the module's options or its internals.
+        self.assertEqual(r['msg'], 'no gpunode to run on this node: install '
+                         'the gpunode .deb, set gpunode_binary, or let the '
+                         'controller verify the bundle: gpunode_bundle_src')
 
 
 # A PATH without any gpunode: the node has none of its own.
@@ -357,6 +378,13 @@ class TrustTest(unittest.TestCase):
             self.assertEqual(r['failure']['code'], 'bundle.binary-unverified')
             self.assertIn('refusing to run %s/bin/gpunode' % self.swapped,
                           r['msg'])
+            # The fix names the role's variables, not bundle_sha256.
+            self.assertEqual(r['failure']['fix'], 'install the gpunode .deb '
+                             'from media you trust (or set gpunode_binary), '
+                             'or let the controller verify the bundle: '
+                             'gpunode_bundle_src')
+            self.assertNotIn('bundle_sha256', r['msg'])
+            self.assertNotIn('`binary`', r['msg'])
         self.assertEqual(snapshot(self.swapped), before)
 
     def test_a_swapped_binary_is_refused_before_it_runs(self):
