@@ -33,6 +33,13 @@ struct GpuHealth {
   // ("18446744073709551615", "-3", "0x1F", "Unknown Error", "NVML error
   // 999"). Errors on the GPU are then unknown, not none.
   std::string ecc_unreadable;
+  // The same for the aggregate counter (errors over the GPU's life, kept
+  // across driver loads and reboots).
+  std::optional<std::uint64_t> ecc_uncorrectable_aggregate;
+  std::string ecc_aggregate_unreadable;
+  // ECC mode as it is now ("Current"); empty when not reported. With it on,
+  // a counter that reads N/A or is missing is unreadable, not zero.
+  std::optional<bool> ecc_mode_enabled;
   // Pre-Ampere page retirement: a retirement waits for the next reset.
   std::optional<bool> retired_pages_pending;
   // Ampere and later row remapping: pending waits for a reset; failed

@@ -54,6 +54,9 @@ struct HealthFinding {
   // The device plugin marks the GPU unhealthy on it (allocatable short).
   bool unhealthy = false;
   std::string reported;  // for kind "ecc-unreadable": what the driver said
+  // For kinds "ecc" and "ecc-unreadable": "volatile" (since the driver
+  // loaded) or "aggregate" (over the GPU's life).
+  std::string counter;
 };
 
 // Xid errors since boot (kernel log), uncorrectable ECC errors and pending

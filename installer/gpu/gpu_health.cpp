@@ -42,20 +42,32 @@ std::vector<HealthFinding> health_findings(Context& ctx,
     auto add = [&](const char* kind, std::string message) {
       out.push_back(HealthFinding{gpu.index, h.pci_bus_id, kind, 0,
                                   gpu_label(gpu) + " " + std::move(message),
-                                  false, ""});
+                                  false, "", ""});
     };
-    if (h.ecc_uncorrectable_volatile && *h.ecc_uncorrectable_volatile > 0) {
-      add("ecc", "has " + std::to_string(*h.ecc_uncorrectable_volatile) +
-                     " uncorrectable ECC error(s) since the driver loaded");
-    }
-    if (!h.ecc_unreadable.empty()) {
-      add("ecc-unreadable",
-          "uncorrectable ECC error count could not be read (the driver "
-          "reported '" +
-              terminal_safe(h.ecc_unreadable) +
-              "'): errors on it are unknown, not none");
-      out.back().reported = h.ecc_unreadable;
-    }
+    auto add_ecc = [&](const char* counter, const char* since,
+                       const std::optional<std::uint64_t>& count,
+                       const std::string& unreadable) {
+      if (count && *count > 0) {
+        add("ecc", "has " + std::to_string(*count) +
+                       " uncorrectable ECC error(s) " + since + " (" + counter +
+                       " counter)");
+        out.back().counter = counter;
+      }
+      if (!unreadable.empty()) {
+        add("ecc-unreadable",
+            std::string(counter) +
+                " uncorrectable ECC error count could not be read (the "
+                "driver reported '" +
+                terminal_safe(unreadable) + "'): errors on it are unknown, " +
+                "not none");
+        out.back().reported = unreadable;
+        out.back().counter = counter;
+      }
+    };
+    add_ecc("volatile", "since the driver loaded", h.ecc_uncorrectable_volatile,
+            h.ecc_unreadable);
+    add_ecc("aggregate", "over its life", h.ecc_uncorrectable_aggregate,
+            h.ecc_aggregate_unreadable);
     if (h.retired_pages_pending == true)
       add("retired-pages",
           "has memory pages waiting to be retired at the next GPU reset");
@@ -112,7 +124,7 @@ std::vector<HealthFinding> health_findings(Context& ctx,
             (value.first > 1 ? " " + std::to_string(value.first) + " times"
                              : "") +
             " since boot: " + terminal_safe(value.second),
-        !application_xid(code), ""});
+        !application_xid(code), "", ""});
   }
   return out;
 }
@@ -129,6 +141,7 @@ void report_health(const std::vector<HealthFinding>& findings,
         {"unhealthy", f.unhealthy}};
     if (f.kind == "xid") item["xid"] = f.xid;
     if (f.kind == "ecc-unreadable") item["reported"] = f.reported;
+    if (!f.counter.empty()) item["counter"] = f.counter;
     facts.push_back(std::move(item));
     const std::string reset =
         "sudo nvidia-smi -r -i " +

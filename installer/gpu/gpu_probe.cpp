@@ -88,6 +88,27 @@ const char* mig_mode_name(GpuInfo::Mig mig) {
   return "unknown";
 }
 
+namespace {
+
+nlohmann::json count_or_null(const std::optional<std::uint64_t>& count) {
+  return count ? nlohmann::json(*count) : nlohmann::json(nullptr);
+}
+
+// The ECC counters as read: null where the GPU gave no count (ECC off, or
+// unreadable, which a health finding then names).
+nlohmann::json ecc_facts(const GpuHealth& h) {
+  return {
+      {"mode",
+       h.ecc_mode_enabled
+           ? nlohmann::json(*h.ecc_mode_enabled ? "enabled" : "disabled")
+           : nlohmann::json(nullptr)},
+      {"volatile_uncorrectable", count_or_null(h.ecc_uncorrectable_volatile)},
+      {"aggregate_uncorrectable",
+       count_or_null(h.ecc_uncorrectable_aggregate)}};
+}
+
+}  // namespace
+
 nlohmann::json inventory_facts(const GpuProbe& probe) {
   nlohmann::json facts = nlohmann::json::object();
   if (!probe.module_version.empty())
@@ -106,7 +127,8 @@ nlohmann::json inventory_facts(const GpuProbe& probe) {
          {"uuid", gpu.uuid},
          {"memory_mib", gpu.memory_mib ? nlohmann::json(*gpu.memory_mib)
                                        : nlohmann::json(nullptr)},
-         {"mig_mode", mig_mode_name(gpu.mig)}});
+         {"mig_mode", mig_mode_name(gpu.mig)},
+         {"ecc", ecc_facts(gpu.health)}});
   }
   facts["gpus"] = std::move(gpus);
   return facts;

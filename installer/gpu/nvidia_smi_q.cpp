@@ -52,14 +52,43 @@ GpuHealth::Fabric fabric_state(std::string_view value) {
   return GpuHealth::Fabric::kUnknown;
 }
 
-// One GPU block's reading, with the ECC sum kept apart until the block
-// ends: the total is empty unless at least one counter was a number, and
-// is dropped when any counter could not be read (a part is no total).
+// One uncorrectable ECC counter (Volatile or Aggregate) of a GPU block,
+// kept apart until the block ends: the sum of its lines, what was read
+// where a line held no count, and whether a line said "no value".
+struct EccSum {
+  std::optional<std::uint64_t> sum;
+  std::string unreadable;             // a line that was no number
+  std::optional<std::string> absent;  // a line that read N/A or nothing
+  bool seen = false;
+};
+
 struct Block {
   GpuHealth health;
-  std::optional<std::uint64_t> ecc;
-  std::string ecc_unreadable;
+  EccSum volatile_ecc;
+  EccSum aggregate_ecc;
 };
+
+// The counter's total, or what to report instead. With ECC mode Enabled a
+// counter the GPU keeps must read as a number: N/A, nothing or no line at
+// all leaves the errors unknown. With ECC off (or its mode unread) N/A is
+// the GPU's plain answer.
+void settle(const EccSum& counter, std::optional<bool> ecc_enabled,
+            std::optional<std::uint64_t>& count, std::string& unreadable) {
+  count.reset();
+  unreadable = counter.unreadable;
+  if (!unreadable.empty()) return;  // a part is no total
+  if (ecc_enabled == true) {
+    if (!counter.seen) {
+      unreadable = "(no line)";
+      return;
+    }
+    if (counter.absent) {
+      unreadable = counter.absent->empty() ? "(empty)" : *counter.absent;
+      return;
+    }
+  }
+  count = counter.sum;
+}
 
 // 2^64-1 is the "no value" sentinel NVML's unsigned long long counters
 // carry (nvml.h, NVML_VALUE_NOT_AVAILABLE_ulonglong), never a count.
@@ -83,19 +112,28 @@ void read_field(Block& block, const std::vector<std::string>& path,
   if (section == "Fabric" && path.size() == 1) {
     if (key == "State") h.fabric = fabric_state(value);
     if (key == "Status" && !absent(value)) h.fabric_status = value;
+  } else if (section == "ECC Mode" && path.size() == 1 && key == "Current") {
+    if (!absent(value)) h.ecc_mode_enabled = yes_no(value);
   } else if (section == "ECC Errors" && path.size() == 2 &&
-             path[1] == "Volatile" &&
+             (path[1] == "Volatile" || path[1] == "Aggregate") &&
              key.find("Uncorrectable") != std::string_view::npos) {
-    // Volatile counters since the driver loaded; NVML's total uncorrected
-    // count is their sum (SRAM parity, SRAM SEC-DED, DRAM on Hopper).
-    // Anything else reported (a sentinel, a negative error code, hex, text)
-    // means the count is unknown, not zero.
-    if (absent(value)) return;
+    // Volatile counters count since the driver loaded, Aggregate ones over
+    // the GPU's life; NVML's total uncorrected count is their sum (SRAM
+    // parity, SRAM SEC-DED, DRAM on Hopper). Anything else reported (a
+    // sentinel, a negative error code, hex, text) means the count is
+    // unknown, not zero.
+    EccSum& counter =
+        path[1] == "Volatile" ? block.volatile_ecc : block.aggregate_ecc;
+    counter.seen = true;
+    if (absent(value)) {
+      if (!counter.absent) counter.absent = std::string(value);
+      return;
+    }
     const auto n = number(value);
     if (n && *n != kNotAvailable) {
-      block.ecc = block.ecc.value_or(0) + *n;
-    } else if (block.ecc_unreadable.empty()) {
-      block.ecc_unreadable = std::string(value.substr(0, 40));
+      counter.sum = counter.sum.value_or(0) + *n;
+    } else if (counter.unreadable.empty()) {
+      counter.unreadable = std::string(value.substr(0, 40));
     }
   } else if (section == "Retired Pages" && path.size() == 1 &&
              (key == "Pending Page Blacklist" || key == "Pending")) {
@@ -118,10 +156,11 @@ Result<std::vector<GpuHealth>> parse_nvidia_smi_q(std::string_view text) {
   std::vector<std::string> path;  // sections below the GPU block
   auto finish = [&] {
     if (!block) return;
-    block->health.ecc_uncorrectable_volatile = block->ecc;
-    block->health.ecc_unreadable = block->ecc_unreadable;
-    if (!block->ecc_unreadable.empty())
-      block->health.ecc_uncorrectable_volatile.reset();
+    GpuHealth& h = block->health;
+    settle(block->volatile_ecc, h.ecc_mode_enabled,
+           h.ecc_uncorrectable_volatile, h.ecc_unreadable);
+    settle(block->aggregate_ecc, h.ecc_mode_enabled,
+           h.ecc_uncorrectable_aggregate, h.ecc_aggregate_unreadable);
     gpus.push_back(std::move(block->health));
     block.reset();
   };

@@ -8,6 +8,7 @@
 #include "gpu/nvml_health.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace gpunode {
@@ -42,10 +43,12 @@ constexpr unsigned char kFabricCompleted = 3;
 
 // nvmlEnableState_t's NVML_FEATURE_ENABLED; nvmlMemoryErrorType_t's
 // NVML_MEMORY_ERROR_TYPE_UNCORRECTED; nvmlEccCounterType_t's
-// NVML_VOLATILE_ECC (counts since the driver loaded).
+// NVML_VOLATILE_ECC (counts since the driver loaded) and NVML_AGGREGATE_ECC
+// (over the GPU's life).
 constexpr unsigned kFeatureEnabled = 1;
 constexpr int kMemoryErrorUncorrected = 1;
 constexpr int kVolatileEcc = 0;
+constexpr int kAggregateEcc = 1;
 
 using ErrorStringFn = const char* (*)(NvmlReturn);
 using PciInfoFn = NvmlReturn (*)(NvmlDevice, NvmlPciInfo*);
@@ -53,6 +56,7 @@ using UnsignedFn = NvmlReturn (*)(NvmlDevice, unsigned*);
 using FabricInfoFn = NvmlReturn (*)(NvmlDevice, NvmlGpuFabricInfo*);
 using TotalEccErrorsFn = NvmlReturn (*)(NvmlDevice, int, int,
                                         unsigned long long*);
+using EccModeFn = NvmlReturn (*)(NvmlDevice, unsigned*, unsigned*);
 using RemappedRowsFn = NvmlReturn (*)(NvmlDevice, unsigned*, unsigned*,
                                       unsigned*, unsigned*);
 
@@ -68,6 +72,28 @@ GpuHealth::Fabric fabric_state(unsigned char state) {
       return GpuHealth::Fabric::kCompleted;
   }
   return GpuHealth::Fabric::kUnknown;  // a state newer than this table
+}
+
+// One uncorrectable ECC counter: its count, or what NVML said instead.
+void read_ecc_counter(TotalEccErrorsFn fn, NvmlDevice device, int counter,
+                      std::optional<bool> ecc_enabled,
+                      std::optional<std::uint64_t>& count,
+                      std::string& unreadable) {
+  unsigned long long value = 0;
+  const NvmlReturn rc = fn(device, kMemoryErrorUncorrected, counter, &value);
+  // nvml.h's NVML_VALUE_NOT_AVAILABLE_ulonglong: answered, but no count.
+  constexpr unsigned long long kNotAvailable = ~0ULL;
+  if (rc == kNvmlSuccess && value != kNotAvailable) {
+    count = static_cast<std::uint64_t>(value);
+  } else if (rc == kNvmlSuccess) {
+    unreadable = std::to_string(value);
+  } else if (rc == kNvmlFunctionNotFound) {
+    // A driver older than the call: nothing asked, nothing to say.
+  } else if (rc != kNvmlNotSupported || ecc_enabled == true) {
+    // ECC off or a GPU without it answers NOT_SUPPORTED; with ECC on, that
+    // or any other error leaves the errors unknown.
+    unreadable = "NVML error " + std::to_string(rc);
+  }
 }
 
 }  // namespace
@@ -113,21 +139,18 @@ GpuHealth read_nvml_health(const SharedLibrary& nvml, NvmlDevice device) {
       health.fabric = GpuHealth::Fabric::kNotSupported;
     }
   }
-  if (auto fn = nvml.symbol<TotalEccErrorsFn>("nvmlDeviceGetTotalEccErrors")) {
-    unsigned long long count = 0;
-    const NvmlReturn rc =
-        fn(device, kMemoryErrorUncorrected, kVolatileEcc, &count);
-    // nvml.h's NVML_VALUE_NOT_AVAILABLE_ulonglong: answered, but no count.
-    constexpr unsigned long long kNotAvailable = ~0ULL;
-    if (rc == kNvmlSuccess && count != kNotAvailable) {
-      health.ecc_uncorrectable_volatile = static_cast<std::uint64_t>(count);
-    } else if (rc == kNvmlSuccess) {
-      health.ecc_unreadable = std::to_string(count);
-    } else if (rc != kNvmlNotSupported && rc != kNvmlFunctionNotFound) {
-      // ECC off or a GPU without it answers NOT_SUPPORTED; any other error
-      // leaves the errors unknown.
-      health.ecc_unreadable = "NVML error " + std::to_string(rc);
+  if (auto fn = nvml.symbol<EccModeFn>("nvmlDeviceGetEccMode")) {
+    unsigned current = 0, pending = 0;
+    if (fn(device, &current, &pending) == kNvmlSuccess) {
+      health.ecc_mode_enabled = current == kFeatureEnabled;
     }
+  }
+  if (auto fn = nvml.symbol<TotalEccErrorsFn>("nvmlDeviceGetTotalEccErrors")) {
+    read_ecc_counter(fn, device, kVolatileEcc, health.ecc_mode_enabled,
+                     health.ecc_uncorrectable_volatile, health.ecc_unreadable);
+    read_ecc_counter(fn, device, kAggregateEcc, health.ecc_mode_enabled,
+                     health.ecc_uncorrectable_aggregate,
+                     health.ecc_aggregate_unreadable);
   }
   if (auto fn =
           nvml.symbol<UnsignedFn>("nvmlDeviceGetRetiredPagesPendingStatus")) {

@@ -31,6 +31,11 @@
  *                                   volatile uncorrectable ECC errors of GPU
  *                                   <gpu> (the others 0), or the call's
  *                                   nvmlReturn_t for that GPU
+ *   GPUNODE_STUB_NVML_ECC_AGGREGATE=<gpu>:<count> | <gpu>:rc=<rc>
+ *                                   the same for the aggregate counter
+ *   GPUNODE_STUB_NVML_ECC_MODE=<gpu>:off
+ *                                   ECC disabled on GPU <gpu> (on elsewhere,
+ *                                   as on the real H200)
  *   GPUNODE_STUB_NVML_REMAP=<gpu>:pending | <gpu>:failed
  *                                   nvmlDeviceGetRemappedRows of GPU <gpu>
  *   GPUNODE_STUB_NVML_RETIRED=<gpu> page retirement answers, as on a
@@ -202,11 +207,21 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfo(void* d, nvmlGpuFabricInfo_t* f) {
   }
   return kSuccess;
 }
+nvmlReturn_t nvmlDeviceGetEccMode(void* d, unsigned* current,
+                                  unsigned* pending) {
+  if (old_driver()) return kFunctionNotFound;
+  const char* v = for_gpu("GPUNODE_STUB_NVML_ECC_MODE", d);
+  *current = *pending = v != NULL && strcmp(v, "off") == 0 ? 0 : 1;
+  return kSuccess;
+}
 nvmlReturn_t nvmlDeviceGetTotalEccErrors(void* d, int type, int counter,
                                          unsigned long long* count) {
   if (old_driver()) return kFunctionNotFound;
-  if (type != 1 || counter != 0) return kInvalidArgument; /* asked wrong */
-  const char* v = for_gpu("GPUNODE_STUB_NVML_ECC", d);
+  if (type != 1 || (counter != 0 && counter != 1))
+    return kInvalidArgument; /* asked wrong */
+  const char* v = for_gpu(counter == 0 ? "GPUNODE_STUB_NVML_ECC"
+                                       : "GPUNODE_STUB_NVML_ECC_AGGREGATE",
+                          d);
   if (v != NULL && strncmp(v, "rc=", 3) == 0) return atoi(v + 3);
   *count = v != NULL ? strtoull(v, NULL, 10) : 0;
   return kSuccess;

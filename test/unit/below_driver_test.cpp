@@ -4,6 +4,8 @@
 // stand-in cases are in driver_libraries_test.cpp).
 #include <catch2/catch.hpp>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "driver_sim_host.hpp"
 #include "test_support.hpp"
@@ -283,8 +285,8 @@ TEST_CASE(
     Check c = sim.check();
     REQUIRE(c.status == CheckStatus::kSatisfied);
     CHECK(any_contains(c.warnings,
-                       "GPU 0 (00000000:00:06.0) uncorrectable ECC error "
-                       "count could not be read (the driver reported '" +
+                       "GPU 0 (00000000:00:06.0) volatile uncorrectable ECC "
+                       "error count could not be read (the driver reported '" +
                            value + "'): errors on it are unknown, not none"));
     CHECK(any_contains(c.warnings, "nvidia-smi -q -d ECC -i 0"));
     CHECK_FALSE(any_contains(c.warnings, "uncorrectable ECC error(s)"));
@@ -294,8 +296,99 @@ TEST_CASE(
       found = true;
       CHECK(f["gpu"] == 0);
       CHECK(f["reported"] == value);
+      CHECK(f["counter"] == "volatile");
     }
     CHECK(found);
+    CHECK(c.facts["gpus"][0]["ecc"]["volatile_uncorrectable"] == nullptr);
+  }
+}
+
+TEST_CASE(
+    "health: with ECC on, N/A, empty or missing uncorrectable counts are "
+    "unreadable (a warning naming the GPU), an aggregate count warns too, "
+    "and --json carries the counters",
+    "[driver][below-driver][health]") {
+  DriverSim sim("good-v3");
+  const std::string reading =
+      test::read_text(test::fixture("gpu/h200-580.159.04/nvidia-smi-q.txt"));
+  const std::string q = sim.root + "/nvidia-smi-q.txt";
+  // The Volatile section's lines, and where the Aggregate one begins.
+  const std::size_t vol = reading.find("        Volatile\n");
+  const std::size_t agg = reading.find("        Aggregate\n");
+  REQUIRE(vol != std::string::npos);
+  REQUIRE(agg != std::string::npos);
+  auto with_volatile = [&](const std::string& value, bool drop) {
+    std::string text = reading;
+    std::string section = text.substr(vol, agg - vol);
+    std::string out;
+    std::size_t at = 0;
+    while (at < section.size()) {
+      const std::size_t end = section.find('\n', at);
+      std::string line = section.substr(at, end - at + 1);
+      at = end + 1;
+      if (line.find("Uncorrectable") != std::string::npos) {
+        if (drop) continue;
+        line = line.substr(0, line.find(": ") + 2) + value + "\n";
+      }
+      out += line;
+    }
+    text.replace(vol, agg - vol, out);
+    return text;
+  };
+  for (const auto& [value, drop, reported] :
+       std::vector<std::tuple<std::string, bool, std::string>>{
+           {"N/A", false, "N/A"},
+           {"", false, "(empty)"},
+           {"", true, "(no line)"}}) {
+    INFO(reported);
+    test::write_text(q, with_volatile(value, drop));
+    sim.env.set("GPUNODE_SIM_GPU_Q", q);
+    Check c = sim.check();
+    REQUIRE(c.status == CheckStatus::kSatisfied);
+    CHECK(any_contains(c.warnings,
+                       "GPU 0 (00000000:00:06.0) volatile uncorrectable ECC "
+                       "error count could not be read (the driver reported '" +
+                           reported + "')"));
+    const auto& ecc = c.facts["gpus"][0]["ecc"];
+    CHECK(ecc["mode"] == "enabled");
+    CHECK(ecc["volatile_uncorrectable"] == nullptr);
+    CHECK(ecc["aggregate_uncorrectable"] == 0);
+  }
+  // Aggregate 3 alone: a warning that says which counter.
+  {
+    std::string text = reading;
+    const std::size_t dram = text.find("DRAM Uncorrectable", agg);
+    REQUIRE(dram != std::string::npos);
+    const std::size_t zero = text.find(": 0", dram);
+    REQUIRE(zero != std::string::npos);
+    text.replace(zero, 3, ": 3");
+    test::write_text(q, text);
+    sim.env.set("GPUNODE_SIM_GPU_Q", q);
+    Check c = sim.check();
+    REQUIRE(c.status == CheckStatus::kSatisfied);
+    CHECK(any_contains(c.warnings,
+                       "GPU 0 (00000000:00:06.0) has 3 uncorrectable ECC "
+                       "error(s) over its life (aggregate counter)"));
+    REQUIRE(c.facts["health"].size() == 1);
+    CHECK(c.facts["health"][0]["kind"] == "ecc");
+    CHECK(c.facts["health"][0]["counter"] == "aggregate");
+    CHECK(c.facts["gpus"][0]["ecc"]["aggregate_uncorrectable"] == 3);
+    CHECK(c.facts["gpus"][0]["ecc"]["volatile_uncorrectable"] == 0);
+  }
+  // ECC disabled: N/A is fine.
+  {
+    std::string text = with_volatile("N/A", false);
+    const std::size_t mode = text.find("    ECC Mode\n");
+    REQUIRE(mode != std::string::npos);
+    const std::size_t on = text.find(": Enabled", mode);
+    REQUIRE(on != std::string::npos);
+    text.replace(on, 9, ": Disabled");
+    test::write_text(q, text);
+    sim.env.set("GPUNODE_SIM_GPU_Q", q);
+    Check c = sim.check();
+    REQUIRE(c.status == CheckStatus::kSatisfied);
+    CHECK_FALSE(any_contains(c.warnings, "ECC"));
+    CHECK(c.facts["gpus"][0]["ecc"]["mode"] == "disabled");
   }
 }
 

@@ -23,7 +23,8 @@ const char* kStubVars[] = {
     "GPUNODE_STUB_NVML_FABRIC",  "GPUNODE_STUB_NVML_FABRIC_STATUS",
     "GPUNODE_STUB_NVML_ECC",     "GPUNODE_STUB_NVML_REMAP",
     "GPUNODE_STUB_NVML_RETIRED", "GPUNODE_STUB_NVML_PERSISTENCE",
-    "GPUNODE_STUB_NVML_OLD"};
+    "GPUNODE_STUB_NVML_OLD",     "GPUNODE_STUB_NVML_ECC_AGGREGATE",
+    "GPUNODE_STUB_NVML_ECC_MODE"};
 
 // A host at "/" over `scenario`'s tree: the stand-ins answer as the real
 // H200 did (one GPU, CUDA 13.0) until a test says otherwise.

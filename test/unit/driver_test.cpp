@@ -264,7 +264,11 @@ TEST_CASE("driver facts: the H200's inventory as fields (docs/json-events.md)",
                 {"name", "NVIDIA H200"},
                 {"uuid", "GPU-6f9abcd6-2781-31d5-1032-cc2f7821fbb8"},
                 {"memory_mib", 143771},
-                {"mig_mode", "disabled"}}}));
+                {"mig_mode", "disabled"},
+                {"ecc",
+                 {{"mode", "enabled"},
+                  {"volatile_uncorrectable", 0},
+                  {"aggregate_uncorrectable", 0}}}}}));
     CHECK_FALSE(c.facts.contains("min_driver"));
   }
   SECTION("eight GPUs and --min-driver, also when it blocks") {

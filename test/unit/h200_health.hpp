@@ -19,6 +19,10 @@ inline void check_real_h200_health(const GpuHealth& h) {
   CHECK(h.fabric == GpuHealth::Fabric::kNotSupported);  // no NVSwitch
   CHECK(h.fabric_status.empty());
   CHECK(h.ecc_uncorrectable_volatile == std::optional<std::uint64_t>(0));
+  CHECK(h.ecc_uncorrectable_aggregate == std::optional<std::uint64_t>(0));
+  CHECK(h.ecc_mode_enabled == std::optional<bool>(true));
+  CHECK(h.ecc_unreadable.empty());
+  CHECK(h.ecc_aggregate_unreadable.empty());
   // Hopper has row remapping, not page retirement: "Retired Pages" is N/A.
   CHECK_FALSE(h.retired_pages_pending.has_value());
   CHECK(h.remapping_pending == std::optional<bool>(false));

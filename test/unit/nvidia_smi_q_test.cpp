@@ -202,6 +202,82 @@ TEST_CASE(
   CHECK(big.ecc_unreadable.empty());
 }
 
+// A GPU block with ECC mode `mode` and the two counters' lines as given
+// (the real H200's layout).
+std::string ecc_block(const std::string& mode, const std::string& volatile_,
+                      const std::string& aggregate) {
+  return "GPU 00000000:00:06.0\n"
+         "    ECC Mode\n"
+         "        Current                                : " +
+         mode +
+         "\n"
+         "        Pending                                : " +
+         mode +
+         "\n"
+         "    ECC Errors\n"
+         "        Volatile\n" +
+         volatile_ + "        Aggregate\n" + aggregate +
+         "        Aggregate Uncorrectable SRAM Sources\n"
+         "            SRAM L2                            : 0\n";
+}
+
+std::string counters(const std::string& value) {
+  return "            SRAM Correctable                   : 0\n"
+         "            SRAM Uncorrectable Parity          : " +
+         value +
+         "\n"
+         "            SRAM Uncorrectable SEC-DED         : " +
+         value +
+         "\n"
+         "            DRAM Uncorrectable                 : " +
+         value + "\n";
+}
+
+TEST_CASE(
+    "nvidia-smi -q: with ECC mode Enabled, an uncorrectable count of N/A, "
+    "empty or missing is unreadable, and with ECC off N/A is no count",
+    "[health]") {
+  for (const auto& [volatile_, reported] :
+       std::vector<std::pair<std::string, std::string>>{
+           {counters("N/A"), "N/A"},
+           {counters(""), "(empty)"},
+           {"            SRAM Correctable                   : 0\n",
+            "(no line)"}}) {
+    INFO(reported);
+    const GpuHealth h =
+        only_gpu(ecc_block("Enabled", volatile_, counters("0")));
+    CHECK(h.ecc_mode_enabled == std::optional<bool>(true));
+    CHECK_FALSE(h.ecc_uncorrectable_volatile.has_value());
+    CHECK(h.ecc_unreadable == reported);
+    // The aggregate counter read fine and stands on its own.
+    CHECK(h.ecc_uncorrectable_aggregate == std::optional<std::uint64_t>(0));
+    CHECK(h.ecc_aggregate_unreadable.empty());
+  }
+  // The aggregate counter is held to the same rule.
+  const GpuHealth agg =
+      only_gpu(ecc_block("Enabled", counters("0"), counters("N/A")));
+  CHECK(agg.ecc_uncorrectable_volatile == std::optional<std::uint64_t>(0));
+  CHECK(agg.ecc_aggregate_unreadable == "N/A");
+  // ECC off: N/A is the GPU's plain answer.
+  const GpuHealth off =
+      only_gpu(ecc_block("Disabled", counters("N/A"), counters("N/A")));
+  CHECK(off.ecc_mode_enabled == std::optional<bool>(false));
+  CHECK(off.ecc_unreadable.empty());
+  CHECK(off.ecc_aggregate_unreadable.empty());
+  CHECK_FALSE(off.ecc_uncorrectable_volatile.has_value());
+  CHECK_FALSE(off.ecc_uncorrectable_aggregate.has_value());
+}
+
+TEST_CASE("nvidia-smi -q: the Aggregate counters are summed apart",
+          "[health]") {
+  const GpuHealth h = only_gpu(
+      ecc_block("Enabled", counters("0"),
+                "            SRAM Uncorrectable Parity          : 1\n"
+                "            DRAM Uncorrectable                 : 2\n"));
+  CHECK(h.ecc_uncorrectable_volatile == std::optional<std::uint64_t>(0));
+  CHECK(h.ecc_uncorrectable_aggregate == std::optional<std::uint64_t>(3));
+}
+
 TEST_CASE("nvidia-smi -q: text with no GPU block is a usage error",
           "[health]") {
   const char* bad[] = {

@@ -13,11 +13,12 @@ namespace gpunode {
 namespace {
 
 const char* kStubVars[] = {
-    "GPUNODE_STUB_NVML_INIT",    "GPUNODE_STUB_NVML_GPUS",
-    "GPUNODE_STUB_NVML_FABRIC",  "GPUNODE_STUB_NVML_FABRIC_STATUS",
-    "GPUNODE_STUB_NVML_ECC",     "GPUNODE_STUB_NVML_REMAP",
-    "GPUNODE_STUB_NVML_RETIRED", "GPUNODE_STUB_NVML_PERSISTENCE",
-    "GPUNODE_STUB_NVML_OLD",
+    "GPUNODE_STUB_NVML_INIT",     "GPUNODE_STUB_NVML_GPUS",
+    "GPUNODE_STUB_NVML_FABRIC",   "GPUNODE_STUB_NVML_FABRIC_STATUS",
+    "GPUNODE_STUB_NVML_ECC",      "GPUNODE_STUB_NVML_REMAP",
+    "GPUNODE_STUB_NVML_RETIRED",  "GPUNODE_STUB_NVML_PERSISTENCE",
+    "GPUNODE_STUB_NVML_OLD",      "GPUNODE_STUB_NVML_ECC_AGGREGATE",
+    "GPUNODE_STUB_NVML_ECC_MODE",
 };
 
 // The stub, with every case variable cleared first (the default: the real
@@ -138,11 +139,38 @@ TEST_CASE(
     CHECK_FALSE(gpus[1].health.ecc_uncorrectable_volatile.has_value());
     CHECK(gpus[1].health.ecc_unreadable == said);
   }
-  // A GPU without ECC answers NOT_SUPPORTED: nothing to say.
+  // ECC off answers NOT_SUPPORTED: nothing to say.
   stub.env.set("GPUNODE_STUB_NVML_ECC", "1:rc=3");
+  stub.env.set("GPUNODE_STUB_NVML_ECC_MODE", "1:off");
   auto gpus = stub.gpus();
+  CHECK(gpus[1].health.ecc_mode_enabled == std::optional<bool>(false));
   CHECK(gpus[1].health.ecc_unreadable.empty());
   CHECK_FALSE(gpus[1].health.ecc_uncorrectable_volatile.has_value());
+  // With ECC on, NOT_SUPPORTED is no count either: unknown, not none.
+  stub.env.unset("GPUNODE_STUB_NVML_ECC_MODE");
+  gpus = stub.gpus();
+  CHECK(gpus[1].health.ecc_mode_enabled == std::optional<bool>(true));
+  CHECK(gpus[1].health.ecc_unreadable == "NVML error 3");
+  CHECK_FALSE(gpus[1].health.ecc_uncorrectable_volatile.has_value());
+}
+
+TEST_CASE("NVML's aggregate uncorrectable ECC count is read apart",
+          "[health]") {
+  Stub stub;
+  stub.env.set("GPUNODE_STUB_NVML_GPUS", "2");
+  stub.env.set("GPUNODE_STUB_NVML_ECC_AGGREGATE", "1:3");
+  auto gpus = stub.gpus();
+  REQUIRE(gpus.size() == 2);
+  CHECK(gpus[0].health.ecc_uncorrectable_aggregate ==
+        std::optional<std::uint64_t>(0));
+  CHECK(gpus[1].health.ecc_uncorrectable_aggregate ==
+        std::optional<std::uint64_t>(3));
+  CHECK(gpus[1].health.ecc_uncorrectable_volatile ==
+        std::optional<std::uint64_t>(0));
+  stub.env.set("GPUNODE_STUB_NVML_ECC_AGGREGATE", "1:rc=999");
+  gpus = stub.gpus();
+  CHECK_FALSE(gpus[1].health.ecc_uncorrectable_aggregate.has_value());
+  CHECK(gpus[1].health.ecc_aggregate_unreadable == "NVML error 999");
 }
 
 TEST_CASE("NVML row remapping: pending and failed, on the GPU named",
