@@ -127,19 +127,34 @@ bool is_blob_name(const std::string& name, std::string* hex_out) {
   return true;
 }
 
-// Reads the archive once: the file at `path`, or `bytes` when given (then
-// `path` only names it in messages). `want_data(name)` says whether an
-// entry's content is needed; with hashing on, every regular entry is read
-// and hashed.
+// Where an archive is read from: the file at `path`, else `bytes` or the
+// open file `fd` when given (then `path` only names it in messages).
+struct Source {
+  const std::string& path;
+  const std::string_view* bytes = nullptr;
+  int fd = -1;
+};
+
+// Reads the archive once. `want_data(name)` says whether an entry's content
+// is needed; with hashing on, every regular entry is read and hashed.
 Result<Scan> scan_archive(
-    const std::string& path, const std::string_view* bytes, bool hash_all,
+    const Source& source, bool hash_all,
     const std::function<bool(const std::string&)>& want_data,
     SteadyTime deadline) {
+  const std::string& path = source.path;
+  const std::string_view* bytes = source.bytes;
   const std::string doing = "verifying the image archive " + path;
   ArchiveReadPtr a(archive_read_new());
   archive_read_support_filter_all(a.get());
   archive_read_support_format_tar(a.get());
-  if (bytes != nullptr) {
+  if (source.fd >= 0) {
+    // libarchive seeks over the data of a regular file it skips.
+    if (archive_read_open_fd(a.get(), source.fd, kBlockBytes) != ARCHIVE_OK) {
+      const char* why = archive_error_string(a.get());
+      return malformed(path, std::string("not a tar archive (") +
+                                 (why ? why : "unrecognised") + ")");
+    }
+  } else if (bytes != nullptr) {
     if (archive_read_open_memory(a.get(), bytes->data(), bytes->size()) !=
         ARCHIVE_OK) {
       const char* why = archive_error_string(a.get());
@@ -599,11 +614,13 @@ Result<ImageArchiveInfo> read_docker(const std::string& path, const Scan& scan,
   std::string stem = config_name.substr(config_name.rfind('/') + 1);
   if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0)
     stem.resize(stem.size() - 5);
+  const Entry& config_entry = config_it->second;
   if (platform == nullptr) {
-    info.target_digest = "sha256:" + stem;
+    // Hashed when peeking too, unless its name does not end in .json.
+    info.target_digest =
+        config_entry.digest.empty() ? "sha256:" + stem : config_entry.digest;
     return info;
   }
-  const Entry& config_entry = config_it->second;
   info.target_digest = config_entry.digest;
   if (stem.size() == 64 && config_entry.digest != "sha256:" + stem) {
     return damaged(path, "config " + config_name +
@@ -654,20 +671,24 @@ Result<ImageArchiveInfo> read_docker(const std::string& path, const Scan& scan,
   return info;
 }
 
-Result<ImageArchiveInfo> read_archive(const std::string& path,
-                                      const std::string_view* bytes,
+Result<ImageArchiveInfo> read_archive(const Source& source,
                                       const std::string& expected_ref,
                                       const std::string* platform,
                                       SteadyTime deadline) {
+  const std::string& path = source.path;
   const bool verify = platform != nullptr;
   // With verification every entry is read anyway; keep the small ones
-  // (manifests and configs are blobs too). Peeking keeps only the metadata.
+  // (manifests and configs are blobs too). Peeking keeps only the metadata
+  // and a docker archive's configs (<hex>.json, kilobytes): an image's
+  // identity is its config's digest, which a config not named after it
+  // gives only by hashing.
   auto scan = scan_archive(
-      path, bytes, verify,
+      source, verify,
       [&](const std::string& name) {
+        const bool json_doc =
+            name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0;
         return is_metadata(name) || (verify && name.rfind("blobs/", 0) == 0) ||
-               (verify && name.size() > 5 &&
-                name.compare(name.size() - 5, 5, ".json") == 0);
+               (json_doc && (verify || name.find('/') == std::string::npos));
       },
       deadline);
   if (!scan) return scan.error();
@@ -704,27 +725,32 @@ std::string host_platform() {
 
 Result<ImageArchiveInfo> peek_image_archive(const std::string& path,
                                             const std::string& expected_ref) {
-  return read_archive(path, nullptr, expected_ref, nullptr, kNoDeadline);
+  return read_archive({path}, expected_ref, nullptr, kNoDeadline);
+}
+
+Result<ImageArchiveInfo> peek_image_archive_fd(
+    int fd, const std::string& name, const std::string& expected_ref) {
+  return read_archive({name, nullptr, fd}, expected_ref, nullptr, kNoDeadline);
 }
 
 Result<ImageArchiveInfo> verify_image_archive(const std::string& path,
                                               const std::string& expected_ref,
                                               const std::string& platform,
                                               SteadyTime deadline) {
-  return read_archive(path, nullptr, expected_ref, &platform, deadline);
+  return read_archive({path}, expected_ref, &platform, deadline);
 }
 
 Result<ImageArchiveInfo> peek_image_archive_bytes(
     std::string_view bytes, const std::string& name,
     const std::string& expected_ref) {
-  return read_archive(name, &bytes, expected_ref, nullptr, kNoDeadline);
+  return read_archive({name, &bytes}, expected_ref, nullptr, kNoDeadline);
 }
 
 Result<ImageArchiveInfo> verify_image_archive_bytes(
     std::string_view bytes, const std::string& name,
     const std::string& expected_ref, const std::string& platform,
     SteadyTime deadline) {
-  return read_archive(name, &bytes, expected_ref, &platform, deadline);
+  return read_archive({name, &bytes}, expected_ref, &platform, deadline);
 }
 
 struct DecompressedStream::Impl {

@@ -26,6 +26,7 @@
 #include <tuple>
 
 #include "gpunode/bundle.hpp"
+#include "gpunode/bundle_records.hpp"
 #include "gpunode/crash_point.hpp"
 #include "gpunode/digest.hpp"
 #include "gpunode/progress_piece.hpp"
@@ -587,13 +588,37 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
                          ": sha256 does not match the (empty) file");
   }
 
+  // Every byte is what bundle.toml says: now what it says about the images
+  // and packages must be what they say about themselves (a publisher's
+  // mistake, or a re-signed bundle.toml, would otherwise import an image
+  // or install a package under another identity).
+  if (problems.empty()) {
+    auto records = check_recorded_facts(
+        report.manifest, [&](const std::string& path) -> Result<UniqueFd> {
+          const auto it =
+              std::lower_bound(files.begin(), files.end(), path,
+                               [](const FileEntry& f, const std::string& p) {
+                                 return f.path < p;
+                               });
+          if (it == files.end() || it->path != path)
+            return integrity(path + ": is not listed in [[files]]");
+          return open_listed(
+              root.get(), *it,
+              found[static_cast<std::size_t>(it - files.begin())]);
+        });
+    if (!records) return records.error();
+    problems = std::move(*records);
+  }
+
   if (!problems.empty()) {
     std::string message;
     for (const std::string& p : problems) {
       if (!message.empty()) message += '\n';
       message += p;
     }
-    return integrity(std::move(message));
+    Error error = integrity(std::move(message));
+    error.problems = std::move(problems);
+    return error;
   }
   progress_piece.done();
   return report;

@@ -178,14 +178,22 @@ void Reporter::info(std::string_view layer, const std::string& text) {
 }
 
 void Reporter::error(const Error& e) {
-  emit_json(json{{"event", "error"},
-                 {"layer", e.layer},
-                 {"message", e.message},
-                 {"fix", e.fix},
-                 {"exit_code", static_cast<int>(e.exit)}}
-                .dump(-1, ' ', false, kBadUtf8));
-  err_ << paint(kRed, "[ERROR " + terminal_safe(e.layer) + "]") << ' '
-       << terminal_safe(e.message) << '\n';
+  json event = {{"event", "error"},
+                {"layer", e.layer},
+                {"message", e.message},
+                {"fix", e.fix},
+                {"exit_code", static_cast<int>(e.exit)}};
+  if (!e.problems.empty()) event["problems"] = e.problems;
+  emit_json(event.dump(-1, ' ', false, kBadUtf8));
+  err_ << paint(kRed, "[ERROR " + terminal_safe(e.layer) + "]") << ' ';
+  if (e.problems.empty()) {
+    err_ << terminal_safe(e.message) << '\n';
+  } else {
+    // One problem a line, each escaped on its own: a newline inside one
+    // (a file name) still cannot start a line of its own.
+    for (std::size_t i = 0; i < e.problems.size(); ++i)
+      err_ << (i == 0 ? "" : "  ") << terminal_safe(e.problems[i]) << '\n';
+  }
   if (!e.fix.empty())
     err_ << "  " << paint(kYellow, "fix: ") << terminal_safe(e.fix) << '\n';
 }

@@ -47,6 +47,11 @@ std::string host_platform();
 // Nothing is verified: use it to decide whether an import is needed at all.
 Result<ImageArchiveInfo> peek_image_archive(const std::string& path,
                                             const std::string& expected_ref);
+// The same over a file already open (read from where it stands, which must
+// be its start); `name` stands for it in messages. bundle verify reads the
+// archive it has just hashed through the descriptor it checked.
+Result<ImageArchiveInfo> peek_image_archive_fd(int fd, const std::string& name,
+                                               const std::string& expected_ref);
 
 // Streams every entry once, hashing every blob (SHA-256) against its name
 // and every descriptor's size, and checks that the archive holds a complete

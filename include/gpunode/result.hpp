@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace gpunode {
 
@@ -27,6 +28,10 @@ struct Error {
   std::string message;  // what is wrong, in the operator's terms
   std::string fix;      // a command or step that fixes it; may be empty
   int status = 0;       // the protocol status behind it (HTTP), 0 if none
+  // Several problems found at once (bundle verify): each its own line in
+  // the human text, a list in --json; `message` holds them joined by
+  // newlines. Empty for a single problem.
+  std::vector<std::string> problems = {};
 };
 
 inline Error usage_error(std::string message) {

@@ -186,12 +186,19 @@ void register_verify(CLI::App* bundle, CommandIo& io) {
   auto f = std::make_shared<VerifyFlags>();
   CLI::App* cmd = bundle->add_subcommand(
       "verify",
-      "Check a bundle in place, read-only, against everything bundle.toml "
-      "records: its Ed25519 signature (with a trusted key), that the tree "
-      "holds exactly the listed files (no links, none missing or extra), "
-      "each file's size, the SHA-256 of each chunk (chunk_bytes, 64 MiB) "
-      "and of the whole file (what sha256sum -c checks); exit 4 on any "
-      "problem, each one named");
+      "Check a bundle in place, read-only: bundle.toml's Ed25519 signature "
+      "(with a trusted key); that the tree holds exactly the files [[files]] "
+      "lists (no links, none missing or extra), each file's size, the "
+      "SHA-256 of each chunk (chunk_bytes, 64 MiB) and of the whole file "
+      "(what sha256sum -c checks); each [[images]] entry's ref and digest "
+      "against its archive's index.json or manifest.json (the blobs are "
+      "covered by the file hashes); each [[packages]] entry's family, name, "
+      "version and arch against its .deb control or .rpm header. Exit 4 on "
+      "any problem, each one named. Informational, not checked here: "
+      "created, gpunode_version, min_driver (the driver stage compares it "
+      "with the loaded driver), an image's name and platforms (the image "
+      "stage verifies the archive for the node's platform before it "
+      "imports)");
   cmd->add_option("PATH", f->path, "The bundle directory")->required();
   cmd->add_option("--trust-key", f->trust_keys,
                   "A publisher's Ed25519 public key (PEM); repeatable. Also "

@@ -22,6 +22,7 @@
 #include "bad_inputs.hpp"
 #include "gpunode/bundle.hpp"
 #include "gpunode/digest.hpp"
+#include "gpunode/image_archive.hpp"
 #include "many_files_bundle.hpp"
 #include "oci_builder.hpp"
 #include "oci_docs.hpp"
@@ -287,6 +288,10 @@ TEST_CASE("bad inputs: a bundle whose image containerd cannot unpack",
            f.sha256 = gpunode::sha256_hex(tar);
            f.chunks = {f.sha256};
          }
+         // The digest too: bundle verify holds it to the archive's index.
+         auto peeked = gpunode::peek_image_archive_bytes(tar, image, kRef);
+         REQUIRE(peeked);
+         for (auto& i : m->images) i.digest = peeked->target_digest;
          write_text(toml, bundle::write_manifest(*m));
          return e.install({"--bundle", e.bundle, "--insecure-skip-signature"});
        },

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "bad_inputs.hpp"
+#include "gpunode/bundle.hpp"
 #include "oci_builder.hpp"
 
 using namespace gpunode::test;
@@ -57,6 +58,28 @@ std::string first_file_entry(const std::string& text) {
   const auto end = text.find("\n\n", at);
   return text.substr(
       at, end == std::string::npos ? std::string::npos : end - at + 1);
+}
+
+// Signs bundle.toml again with the publisher's own key (what someone holding
+// it, or a publisher's broken pipeline, could ship): the signature is good,
+// so only what verify checks beyond it can catch the edit.
+void resign(const Env& e) {
+  const std::string pub = e.key_pub;
+  const std::string key = read_text(pub.substr(0, pub.size() - 4) + ".key");
+  auto signature = gpunode::bundle::sign(key, read_text(toml(e)));
+  REQUIRE(signature);
+  write_text(sig(e), *signature);
+}
+
+// The device plugin's [[images]] digest replaced by another, re-signed.
+void another_image_digest(Env& e) {
+  const std::string text = read_text(toml(e));
+  const auto images = text.find("[[images]]");
+  const auto at = text.find("digest = \"sha256:", images);
+  REQUIRE(at != std::string::npos);
+  sed(toml(e), text.substr(at, 17 + 64 + 1),
+      "digest = \"sha256:" + std::string(64, 'e') + "\"");
+  resign(e);
 }
 
 }  // namespace
@@ -118,7 +141,7 @@ TEST_CASE("bad inputs: signatures and trust keys", "[e2e][bad-inputs]") {
 }
 
 TEST_CASE("bad inputs: bundle.toml", "[e2e][bad-inputs]") {
-  const std::vector<BadInput> cases = {
+  std::vector<BadInput> cases = {
       unsigned_case(
           "unknown format version",
           [](Env& e) {
@@ -168,6 +191,25 @@ TEST_CASE("bad inputs: bundle.toml", "[e2e][bad-inputs]") {
        },
        2, "--bundle"},
   };
+  // Signed with the trusted key, every file hash right: only the image's
+  // own index.json says the recorded digest is wrong.
+  cases.push_back(
+      signed_case("a re-signed image digest that is not the "
+                  "archive's (install)",
+                  another_image_digest, 4,
+                  "image \"device-plugin\" "
+                  "(nvcr.io/nvidia/k8s-device-plugin:v0.19.3): "
+                  "bundle.toml records digest sha256:eeee"));
+  cases.push_back(
+      {"a re-signed image digest that is not the archive's "
+       "(bundle verify)",
+       "good-v3", kBundle,
+       [](Env& e) {
+         another_image_digest(e);
+         return std::vector<std::string>{"bundle", "verify", e.bundle,
+                                         "--trust-key", e.key_pub};
+       },
+       4, "image \"device-plugin\""});
   run_table("bundle.toml", cases);
 }
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -14,7 +15,9 @@
 #include "gpunode/bundle.hpp"
 #include "gpunode/digest.hpp"
 #include "gpunode/interrupt.hpp"
+#include "oci_builder.hpp"
 #include "test_support.hpp"
+#include "toolkit_package_files.hpp"
 
 using namespace gpunode;
 using namespace gpunode::bundle;
@@ -24,6 +27,8 @@ using gpunode::test::TempDir;
 using gpunode::test::write_text;
 
 using gpunode::test::flip_byte;
+
+namespace test = gpunode::test;
 
 namespace {
 
@@ -51,6 +56,10 @@ struct Bundle {
   std::string dir;
   KeyPair key;
   Manifest manifest;
+  // The one image [[images]] records: a real OCI archive (verify reads its
+  // index.json), beside the stand-ins that only the hashes look at.
+  std::string image_file = "images/k8s-device-plugin.tar";
+  std::uint64_t image_bytes = 0;
 
   Bundle() : dir(tmp.path() + "/bundle") {
     std::filesystem::create_directories(dir + "/images");
@@ -65,11 +74,16 @@ struct Bundle {
     add("manifests/runtimeclass.yml", "kind: RuntimeClass\nhandler: nvidia\n");
     add("install.sh", "#!/bin/sh\n");
     add("empty", "");
-    manifest.images.push_back({"device-plugin",
-                               "nvcr.io/nvidia/k8s-device-plugin:v0.19.3",
-                               "sha256:" + sha256_hex("idx"),
-                               {"linux/amd64"},
-                               "images/device-plugin.tar"});
+    test::ImageSpec spec;
+    spec.platforms = {"linux/amd64"};
+    spec.layer_bytes = 64;
+    const test::BuiltImage image =
+        test::build_image(tmp.path() + "/dp.tar", spec);
+    const std::string archive = read_text(image.path);
+    image_bytes = archive.size();
+    add(image_file, archive);
+    manifest.images.push_back({"device-plugin", spec.ref_name,
+                               image.index_digest, spec.platforms, image_file});
     auto k = generate_keypair();
     REQUIRE(k);
     key = *k;
@@ -122,8 +136,9 @@ TEST_CASE("a good bundle verifies with one and with four threads", "[bundle]") {
     REQUIRE(r);
     CHECK(r->signed_by_trusted_key);
     CHECK(r->key_fingerprint == key_fingerprint(b.key.public_pem));
-    CHECK(r->manifest.files.size() == 6);
-    CHECK(r->bytes_hashed == 3000 + 4 * kChunk + 17 + 2 * kChunk + 35 + 10);
+    CHECK(r->manifest.files.size() == 7);
+    CHECK(r->bytes_hashed ==
+          3000 + 4 * kChunk + 17 + 2 * kChunk + 35 + 10 + b.image_bytes);
   }
   CHECK(snapshot_tree(b.dir) == before);
 }
@@ -340,4 +355,104 @@ TEST_CASE("a bundle's verification stops at the deadline and on Ctrl-C",
   CHECK(stopped.error().exit == ExitCode::kInterrupted);
   CHECK_THAT(stopped.error().message, Catch::Contains("interrupted by SIGINT"));
   CHECK(verify_bundle(b.dir, b.trusting()));
+}
+
+TEST_CASE(
+    "a re-signed bundle.toml whose image digest is not the archive's is "
+    "refused, naming the image",
+    "[bundle][records]") {
+  // Every file hash matches and the signature is good: only the digest
+  // [[images]] records differs from what the archive's index.json says.
+  Bundle b;
+  const std::string real = b.manifest.images[0].digest;
+  const std::string recorded = "sha256:" + sha256_hex("another image");
+  b.manifest.images[0].digest = recorded;
+  b.seal();
+  for (unsigned threads : {1u, 4u}) {
+    VerifyOptions o = b.trusting();
+    o.threads = threads;
+    expect_refused(
+        b, o,
+        {"image \"device-plugin\" "
+         "(nvcr.io/nvidia/k8s-device-plugin:v0.19.3): bundle.toml "
+         "records digest " +
+         recorded + ", but images/k8s-device-plugin.tar holds " + real});
+  }
+}
+
+TEST_CASE(
+    "a re-signed bundle.toml whose image ref the archive lacks is refused",
+    "[bundle][records]") {
+  Bundle b;
+  b.manifest.images[0].ref = "nvcr.io/nvidia/k8s-device-plugin:v0.19.4";
+  b.seal();
+  expect_refused(b, b.trusting(),
+                 {"image \"device-plugin\" "
+                  "(nvcr.io/nvidia/k8s-device-plugin:v0.19.4): "
+                  "images/k8s-device-plugin.tar: holds no image named "
+                  "nvcr.io/nvidia/k8s-device-plugin:v0.19.4"});
+}
+
+TEST_CASE("an image entry naming a file that is no image archive is refused",
+          "[bundle][records]") {
+  Bundle b;
+  b.manifest.images[0].file = "images/exact.tar";  // listed, hashed, not a tar
+  b.seal();
+  expect_refused(b, b.trusting(),
+                 {"image \"device-plugin\"", "images/exact.tar: not a tar"});
+}
+
+TEST_CASE("a docker archive's recorded digest (its config's) verifies",
+          "[bundle][records]") {
+  Bundle b;
+  test::ImageSpec spec;
+  spec.platforms = {"linux/amd64"};
+  spec.layer_bytes = 64;
+  const test::BuiltImage image = test::build_image(
+      b.tmp.path() + "/docker.tar", spec, test::ArchiveFormat::kDockerArchive);
+  b.add(b.image_file, read_text(image.path));
+  b.manifest.files.erase(
+      std::find_if(b.manifest.files.begin(), b.manifest.files.end(),
+                   [&](const FileEntry& f) { return f.path == b.image_file; }));
+  b.manifest.images[0].digest = image.index_digest;
+  b.seal();
+  CHECK(verify_bundle(b.dir, b.trusting()));
+  b.manifest.images[0].digest = "sha256:" + sha256_hex("not the config");
+  b.seal();
+  expect_refused(b, b.trusting(), {"holds " + image.index_digest});
+}
+
+TEST_CASE(
+    "a re-signed bundle.toml whose package name, version or arch is not the "
+    "package's own is refused, naming it",
+    "[bundle][records]") {
+  Bundle b;
+  const auto debs = test::make_toolkit_packages(b.tmp.path() + "/debs");
+  const std::string file = "packages/deb/nvidia-container-toolkit.deb";
+  std::string deb;
+  for (const auto& path : debs)
+    if (path.find("/nvidia-container-toolkit_") != std::string::npos)
+      deb = read_text(path);
+  REQUIRE_FALSE(deb.empty());
+  std::filesystem::create_directories(b.dir + "/packages/deb");
+  b.add(file, deb);
+  const FileEntry& listed = b.manifest.files.back();
+  b.manifest.packages.push_back({"deb", "nvidia-container-toolkit", "1.17.8-1",
+                                 "amd64", file, listed.sha256});
+  b.seal();
+  CHECK(verify_bundle(b.dir, b.trusting()));
+
+  b.manifest.packages[0].version = "1.18.0-1";
+  b.seal();
+  expect_refused(b, b.trusting(),
+                 {"package deb nvidia-container-toolkit 1.18.0-1 amd64 is what "
+                  "bundle.toml records, but "
+                  "packages/deb/nvidia-container-toolkit.deb says it is deb "
+                  "nvidia-container-toolkit 1.17.8-1 amd64"});
+  b.manifest.packages[0].version = "1.17.8-1";
+  b.manifest.packages[0].name = "libnvidia-container1";
+  b.manifest.packages[0].arch = "arm64";
+  b.seal();
+  expect_refused(b, b.trusting(),
+                 {"says it is deb nvidia-container-toolkit 1.17.8-1 amd64"});
 }

@@ -120,5 +120,29 @@ TEST_CASE("an archive in memory reads like the same file", "[image]") {
   CHECK(r->entries == 4);
 }
 
+TEST_CASE(
+    "peeking a docker archive whose config is not named after its digest "
+    "gives the config's digest, as verifying does",
+    "[image][records]") {
+  // bundle create records the verified digest; bundle verify peeks: both
+  // must say the same, or a good bundle would be refused.
+  const std::string layer = "layer tar";
+  const std::string config =
+      R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":["sha256:)" +
+      hex_sha256(layer) + R"("]}})";
+  const std::string manifest = R"([{"Config":"config.json","RepoTags":[")" +
+                               kRef + R"("],"Layers":["layer.tar"]}])";
+  const std::string tar = tar_of({{"config.json", config},
+                                  {"layer.tar", layer},
+                                  {"manifest.json", manifest}});
+  auto verified =
+      verify_image_archive_bytes(tar, "image.tar", kRef, "linux/amd64");
+  REQUIRE(verified);
+  CHECK(verified->target_digest == "sha256:" + hex_sha256(config));
+  auto peeked = peek_image_archive_bytes(tar, "image.tar", kRef);
+  REQUIRE(peeked);
+  CHECK(peeked->target_digest == verified->target_digest);
+}
+
 }  // namespace
 }  // namespace gpunode
