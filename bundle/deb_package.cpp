@@ -3,14 +3,15 @@
 // (plain, .gz, .xz or .zst) and data.tar; members whose names start with
 // '_' may come between them and are ignored. Only control.tar is read (in
 // memory, bounded), and in it only ./control, whose first stanza is parsed
-// as deb-control(5) / deb822(5) says. What control.tar expands to is bounded
-// too: 9 MB of zstd can expand to 280 GiB.
+// as deb-control(5) / deb822(5) says. What control.tar expands to, all of
+// it, is bounded too: 9 MB of zstd can expand to 280 GiB.
 #include <archive.h>
 #include <archive_entry.h>
 
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "gpunode/archive_handles.hpp"
@@ -27,8 +28,8 @@ namespace {
 // input.
 constexpr std::size_t kMaxControlTarBytes = 16u * 1024 * 1024;
 constexpr std::size_t kMaxControlFileBytes = 1024u * 1024;
-// What control.tar may expand to before ./control is found: generous for
-// the largest real one (a few MiB), and reached in well under a second.
+// What control.tar may expand to, every entry counted: generous for the
+// largest real one (a few MiB), and reached in well under a second.
 constexpr std::int64_t kMaxControlTarExpandedBytes = 64 * 1024 * 1024;
 constexpr std::size_t kMaxDebianBinaryBytes = 4096;
 constexpr std::size_t kBlockBytes = 64 * 1024;
@@ -93,6 +94,18 @@ bool is_control_tar(const std::string& name) {
          name == "control.tar.xz" || name == "control.tar.zst";
 }
 
+// Whether what control.tar expanded to so far passed the cap.
+Result<void> check_expanded(archive* a, const std::string& member,
+                            const std::string& source) {
+  // Filter 0 is the last one applied: its count is the expanded bytes.
+  if (archive_filter_bytes(a, 0) <= kMaxControlTarExpandedBytes) return {};
+  return package_error(
+      source, member + " expands to more than " +
+                  std::to_string(kMaxControlTarExpandedBytes >> 20) +
+                  " MiB (decompressing stopped there); no package's "
+                  "control.tar is that large, and dpkg would unpack all of it");
+}
+
 // Reads past the current entry block by block (archive_read_data_skip
 // would decompress all of it in one call), stopping when what control.tar
 // expanded to passes the cap, or when gpunode is interrupted.
@@ -100,14 +113,7 @@ Result<void> skip_entry(archive* a, const std::string& member,
                         const std::string& source) {
   for (;;) {
     if (stop_requested()) return interrupted_error("bundle");
-    // Filter 0 is the last one applied: its count is the expanded bytes.
-    if (archive_filter_bytes(a, 0) > kMaxControlTarExpandedBytes) {
-      return package_error(
-          source, member + " expands to more than " +
-                      std::to_string(kMaxControlTarExpandedBytes >> 20) +
-                      " MiB before its control file (decompressing stopped "
-                      "there); no package's control.tar is that large");
-    }
+    if (auto ok = check_expanded(a, member, source); !ok) return ok.error();
     const void* block = nullptr;
     std::size_t size = 0;
     la_int64_t offset = 0;
@@ -118,7 +124,10 @@ Result<void> skip_entry(archive* a, const std::string& member,
   }
 }
 
-// ./control out of control.tar's bytes (any of deb(5)'s compressions).
+// ./control out of control.tar's bytes (any of deb(5)'s compressions). The
+// cap counts every entry to the end of the archive, whatever their order:
+// dpkg unpacks the whole control.tar on the node, so a pad after ./control
+// costs as much as one before it.
 Result<std::string> control_file(const std::string& tar,
                                  const std::string& member,
                                  const std::string& source) {
@@ -130,6 +139,7 @@ Result<std::string> control_file(const std::string& tar,
   if (archive_read_open_memory(a.get(), tar.data(), tar.size()) != ARCHIVE_OK) {
     return archive_failure(a.get(), source, member + " is not a tar");
   }
+  std::optional<std::string> control;
   for (;;) {
     archive_entry* e = nullptr;
     const int rc = archive_read_next_header(a.get(), &e);
@@ -139,7 +149,7 @@ Result<std::string> control_file(const std::string& tar,
     }
     const char* p = archive_entry_pathname(e);
     const std::string path = p ? p : "";
-    if (path != "./control" && path != "control") {
+    if (control || (path != "./control" && path != "control")) {
       if (auto skipped = skip_entry(a.get(), member, source); !skipped)
         return skipped.error();
       continue;
@@ -147,10 +157,14 @@ Result<std::string> control_file(const std::string& tar,
     if (archive_entry_filetype(e) != AE_IFREG) {
       return package_error(source, member + "'s control is not a file");
     }
-    return read_entry(a.get(), source, member + "'s control",
-                      kMaxControlFileBytes);
+    auto text = read_entry(a.get(), source, member + "'s control",
+                           kMaxControlFileBytes);
+    if (!text) return text.error();
+    control = std::move(*text);
   }
-  return package_error(source, member + " holds no control file");
+  if (auto ok = check_expanded(a.get(), member, source); !ok) return ok.error();
+  if (!control) return package_error(source, member + " holds no control file");
+  return *control;
 }
 
 Result<PackageInfo> read_deb(archive* a, const std::string& source) {

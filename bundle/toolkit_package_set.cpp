@@ -15,6 +15,7 @@
 #include <memory>
 #include <set>
 
+#include "gpunode/package_formats.hpp"
 #include "gpunode/terminal_text.hpp"
 #include "gpunode/text.hpp"
 #include "gpunode/work_limits.hpp"
@@ -168,10 +169,10 @@ Result<ToolkitPackageSet> read_toolkit_package_dir(
   std::vector<std::string> ignored;
   for (const auto& name : names) {
     const std::string path = dir + "/" + name;
-    if (!ends_with(name, ".deb") && !ends_with(name, ".rpm")) {
-      ignored.push_back(name);
-      continue;
-    }
+    // Named as a package: it must be one. Named otherwise: its content
+    // decides (a .deb saved as notes.txt is taken, the vendor's README is
+    // not).
+    const bool named = ends_with(name, ".deb") || ends_with(name, ".rpm");
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) {
       return Error{
@@ -182,13 +183,22 @@ Result<ToolkitPackageSet> read_toolkit_package_dir(
     }
     // A bundle carries no links (verify refuses one), and what is copied
     // must be what was read.
-    if (S_ISLNK(st.st_mode)) {
-      refused.push_back(terminal_safe(path) + " is a symbolic link");
+    if (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)) {
+      if (!named)
+        ignored.push_back(name);
+      else
+        refused.push_back(terminal_safe(path) +
+                          (S_ISLNK(st.st_mode) ? " is a symbolic link"
+                                               : " is not a regular file"));
       continue;
     }
-    if (!S_ISREG(st.st_mode)) {
-      refused.push_back(terminal_safe(path) + " is not a regular file");
-      continue;
+    if (!named) {
+      auto format = package_file_format(path);
+      if (!format) return format.error();
+      if (*format == PackageFormat::kNeither) {
+        ignored.push_back(name);
+        continue;
+      }
     }
     auto info = read_package_info(path);
     if (!info) return info.error();

@@ -162,28 +162,58 @@ Result<PackageInfo> read_package_info_bytes(std::string_view bytes,
   return package_error(source, "it is neither a .deb nor an .rpm");
 }
 
-Result<PackageInfo> read_package_info(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO must not hang; fstat then refuses it.
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd) return read_error(path, errno);
+namespace {
+
+// The first bytes of the package file open on `fd`, which decide its
+// format. Not a regular file: kUsage.
+Result<std::string> package_head(int fd, const std::string& path) {
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return read_error(path, errno);
+  if (::fstat(fd, &st) != 0) return read_error(path, errno);
   if (!S_ISREG(st.st_mode)) {
     return package_error(path, "it is not a regular file");
   }
   std::string head(kPackageMagicBytes, '\0');
-  const ssize_t got = ::pread(fd.get(), head.data(), head.size(), 0);
+  const ssize_t got = ::pread(fd, head.data(), head.size(), 0);
   if (got < 0) return read_error(path, errno);
   head.resize(static_cast<std::size_t>(got));
-  switch (sniff_package_format(head)) {
+  return head;
+}
+
+// O_NONBLOCK: opening a FIFO must not hang; fstat then refuses it.
+Result<UniqueFd> open_package(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) return read_error(path, errno);
+  return fd;
+}
+
+}  // namespace
+
+Result<PackageFormat> package_file_format(const std::string& path) {
+  auto fd = open_package(path);
+  if (!fd) return fd.error();
+  auto head = package_head(fd->get(), path);
+  if (!head) return head.error();
+  return sniff_package_format(*head);
+}
+
+Result<PackageInfo> read_package_info(const std::string& path) {
+  auto fd = open_package(path);
+  if (!fd) return fd.error();
+  return read_package_info_fd(fd->get(), path);
+}
+
+Result<PackageInfo> read_package_info_fd(int fd, const std::string& path) {
+  auto head = package_head(fd, path);
+  if (!head) return head.error();
+  switch (sniff_package_format(*head)) {
     case PackageFormat::kDeb:
-      return read_deb_info_fd(fd.get(), path);
+      return read_deb_info_fd(fd, path);
     case PackageFormat::kRpm: {
       const ByteReader read = [&](std::size_t n) -> Result<std::string> {
         std::string out(n, '\0');
         std::size_t done = 0;
         while (done < n) {
-          const ssize_t r = ::read(fd.get(), out.data() + done, n - done);
+          const ssize_t r = ::read(fd, out.data() + done, n - done);
           if (r < 0 && errno == EINTR) continue;
           if (r < 0) return read_error(path, errno);
           if (r == 0) return package_error(path, "it is truncated");

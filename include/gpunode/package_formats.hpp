@@ -21,6 +21,9 @@ namespace gpunode {
 inline constexpr std::size_t kPackageMagicBytes = 21;
 enum class PackageFormat { kNeither, kDeb, kRpm };
 PackageFormat sniff_package_format(std::string_view head);
+// The format of the regular file at `path`, from its first bytes, never its
+// name. Errors: it cannot be opened or read, or is not a regular file.
+Result<PackageFormat> package_file_format(const std::string& path);
 
 // Reads exactly n bytes, the next ones of the input; a short input is
 // kUsage ("truncated"), a failed read kBlocked.

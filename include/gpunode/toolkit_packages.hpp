@@ -41,6 +41,10 @@ struct PackageInfo {
 // that is neither, or whose metadata is malformed or lacks a field (the
 // message names the file and the field); kBlocked when it cannot be read.
 Result<PackageInfo> read_package_info(const std::string& path);
+// The same over a file already open at its start; `path` names it in
+// messages. bundle verify reads the package it has just hashed through the
+// descriptor it checked.
+Result<PackageInfo> read_package_info_fd(int fd, const std::string& path);
 
 // The package architecture of the host's machine (uname -m) in a family's
 // words: x86_64 -> deb "amd64" / rpm "x86_64", aarch64 -> "arm64"/"aarch64".

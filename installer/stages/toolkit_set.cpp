@@ -32,6 +32,19 @@ std::string carried_text(const std::vector<bundle::PackageEntry>& all) {
   return join(words);
 }
 
+// Fills the set's installed, unfinished or query_error from one query of
+// the four names.
+void read_installed(Context& ctx, ToolkitSet& set) {
+  auto installed = installed_versions(ctx.host.proc(), set.pm, ctx.opts.root,
+                                      toolkit_names(),
+                                      std::min(kQueryTimeout, ctx.time_left()));
+  if (installed) {
+    set.installed = std::move(installed->versions);
+    set.unfinished = std::move(installed->unfinished);
+  } else
+    set.query_error = installed.error();
+}
+
 }  // namespace
 
 bool ToolkitSet::current() const {
@@ -159,15 +172,18 @@ Result<std::optional<ToolkitSet>> find_toolkit_set(Context& ctx) {
     set.sizes.push_back(ec ? 0 : size);
     if (name == kToolkitPackageNames[0]) set.version = it->version;
   }
-  auto installed = installed_versions(ctx.host.proc(), set.pm, ctx.opts.root,
-                                      toolkit_names(),
-                                      std::min(kQueryTimeout, ctx.time_left()));
-  if (installed) {
-    set.installed = std::move(installed->versions);
-    set.unfinished = std::move(installed->unfinished);
-  } else
-    set.query_error = installed.error();
+  read_installed(ctx, set);
   return std::optional<ToolkitSet>(std::move(set));
+}
+
+ToolkitSet host_toolkit_state(Context& ctx) {
+  ToolkitSet set;
+  set.pm = detect_package_manager(ctx.host.fs());
+  set.machine = host_machine();
+  set.arch = package_arch(set.pm.family, set.machine);
+  set.carried = "no bundle";
+  if (!set.pm.family.empty()) read_installed(ctx, set);
+  return set;
 }
 
 }  // namespace gpunode

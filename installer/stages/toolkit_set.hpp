@@ -62,4 +62,12 @@ struct ToolkitSet {
 // a package query that did not run is the set's query_error.
 Result<std::optional<ToolkitSet>> find_toolkit_set(Context& ctx);
 
+// Without --bundle: what the host's package manager says of the four names
+// (one dpkg-query or rpm -q), in a set with no entries and `carried` "no
+// bundle". A dpkg killed mid-transaction leaves the runtime's file on disk
+// and the packages half-way, which only this query shows. Nothing is asked
+// where neither dpkg nor rpm manages the host; a query that did not run is
+// query_error (a warning, never a failure of a working node).
+ToolkitSet host_toolkit_state(Context& ctx);
+
 }  // namespace gpunode

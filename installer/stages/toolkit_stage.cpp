@@ -48,7 +48,7 @@ nlohmann::json search_facts(const RuntimeSearch& search) {
   }
   facts["shadowed"] = std::move(shadowed);
   facts["not_executable"] = search.not_executable;
-  facts["packages"] = nullptr;  // without --bundle (ToolkitSet::facts)
+  facts["packages"] = nullptr;  // ToolkitSet::facts, when it is known
   return facts;
 }
 
@@ -176,6 +176,28 @@ class ToolkitStage : public Stage {
     }
     const std::optional<ToolkitSet>& set = *found_set;
     const bool carried = set && set->complete();
+    // Without --bundle the package manager is asked all the same: the runtime
+    // on disk proves nothing after a dpkg killed mid-transaction.
+    const std::optional<ToolkitSet> host_state =
+        set ? std::nullopt : std::optional<ToolkitSet>(host_toolkit_state(ctx));
+    // The "packages" facts: the bundle's set, else the host's state alone.
+    const ToolkitSet& known = set ? *set : *host_state;
+    if (host_state && !host_state->unfinished.empty()) {
+      // Nothing to install them again from: the host's package manager
+      // finishes them, or a rerun with the bundle does.
+      Check c = blocked(
+          "toolkit.unfinished",
+          "a dpkg transaction stopped half-way and left " +
+              host_state->unfinished_text() +
+              ", so the NVIDIA container toolkit is not installed even "
+              "where its runtime's file is on disk",
+          "finish them with the host's package manager (sudo dpkg "
+          "--configure -a; sudo dpkg --audit shows what is left), or rerun "
+          "with the bundle (--bundle PATH), which installs them again");
+      c.facts = search_facts(search);
+      c.facts["packages"] = known.facts();
+      return c;
+    }
     // The package manager did not answer: that blocks only an install; a
     // runtime in place is judged without it, with a warning.
     if (carried && set->query_error && !path) {
@@ -257,7 +279,7 @@ class ToolkitStage : public Stage {
               ": k3s looks for the runtime only when it starts (or rerun "
               "gpunode with --restart-k3s)");
       c.facts = search_facts(search);
-      if (set) c.facts["packages"] = set->facts();
+      c.facts["packages"] = known.facts();
       for (const auto& p : search.not_executable) {
         c.details.push_back(
             p +
@@ -280,7 +302,7 @@ class ToolkitStage : public Stage {
             (search.found.size() > 1 ? "handlers " : "handler ") +
             search.handler_names() + " when it starts");
     c.facts = search_facts(search);
-    if (set) c.facts["packages"] = set->facts();
+    c.facts["packages"] = known.facts();
     if (carried && set->current())
       c.details.push_back("the toolkit packages are the bundle's (" +
                           set_words(*set) + ")");
@@ -291,6 +313,11 @@ class ToolkitStage : public Stage {
           "cannot tell whether the toolkit packages are the "
           "bundle's (" +
           set_words(*set) + "): " + set->query_error->message);
+    else if (host_state && host_state->query_error)
+      c.warnings.push_back(
+          "cannot tell whether a package transaction left the toolkit "
+          "packages half-way: " +
+          host_state->query_error->message);
     for (const auto& f : search.found)
       c.details.push_back(f.handler + " -> " + f.path);
     if (shadowed) {

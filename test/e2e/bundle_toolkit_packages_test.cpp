@@ -13,6 +13,7 @@
 #include "test_support.hpp"
 #include "toolkit_package_files.hpp"
 
+using gpunode::test::BombPad;
 using gpunode::test::build_image;
 using gpunode::test::ImageSpec;
 using gpunode::test::make_toolkit_packages;
@@ -152,17 +153,22 @@ TEST_CASE(
     "a .deb whose control.tar expands past 64 MiB is exit 2 naming the file, "
     "in about a second",
     "[e2e][bundle][toolkit-packages]") {
+  // Every entry counts, in any order: control first and the pad after it
+  // is refused as the pad first is.
+  const auto pad = GENERATE(BombPad::kBeforeControl, BombPad::kAfterControl);
+  INFO("pad " << (pad == BombPad::kAfterControl ? "after" : "before")
+              << " ./control");
   TempDir tmp;
   build_image(tmp.path() + "/plugin.tar", ImageSpec{});
   const std::string dir = tmp.path() + "/deb";
   const auto files = make_toolkit_packages(dir);
   // In place of nvidia-container-toolkit's: the same control, 1 GiB of
-  // zeros before it (about 40 KiB on disk).
+  // zeros with it (about 40 KiB on disk).
   const std::string bomb = dir + "/nvidia-container-toolkit_1.17.8-1_amd64.deb";
   write_deb_bomb(bomb,
                  "Package: nvidia-container-toolkit\nVersion: 1.17.8-1\n"
                  "Architecture: amd64\nMaintainer: NVIDIA\nDescription: x\n",
-                 std::int64_t{1} << 30);
+                 std::int64_t{1} << 30, pad);
   CHECK(fs::file_size(bomb) < 1u << 20);
   const auto before = snapshot_tree(tmp.path());
   const auto t0 = std::chrono::steady_clock::now();

@@ -214,6 +214,30 @@ TEST_CASE(
   CHECK(
       std::filesystem::exists(node.root + "/usr/bin/nvidia-container-runtime"));
 
+  // Without --bundle there is nothing to install them from, but the
+  // package manager is asked all the same: blocked (exit 1) with dpkg's own
+  // fix, never satisfied, in status and install alike, and nothing changed.
+  const std::string journal = node.root + "/var/lib/gpunode/journal.json";
+  for (const char* command : {"status", "install"}) {
+    INFO(command << " without --bundle");
+    Run bare = run_with_sim({GPUNODE_BINARY, command, "--root", node.root,
+                             "--only", "toolkit", "--json"},
+                            env);
+    INFO(bare.err);
+    CHECK(bare.exit_code == 1);
+    CHECK_THAT(bare.out, Catch::Contains("\"code\":\"toolkit.unfinished\"") &&
+                             Catch::Contains("\"status\":\"blocked\""));
+    CHECK_THAT(bare.err,
+               Catch::Contains("nvidia-container-toolkit 1.17.8-1 (iF: "
+                               "half-configured)") &&
+                   Catch::Contains("sudo dpkg --configure -a") &&
+                   Catch::Contains("--bundle PATH"));
+    CHECK(node.states() == cut);
+  }
+  REQUIRE(std::filesystem::exists(journal));
+  CHECK(json::parse(read_text(journal))["stages"]["toolkit"]["result"] ==
+        "blocked");
+
   Run status = run_with_sim(
       {GPUNODE_BINARY, "status", "--root", node.root, "--bundle", node.bundle,
        "--insecure-skip-signature", "--only", "toolkit"},

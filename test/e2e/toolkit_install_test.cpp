@@ -264,6 +264,8 @@ TEST_CASE(
   const std::string& bundle = node.bundle;
   auto set = node.packages("rpm", "1.17.8-1");
   std::string said;
+  int exit_code = 1;
+  std::string verdict = "rpm could not install";
   SECTION("a dependency of another version") {
     // nvidia-container-toolkit 1.17.8-1 needs nvidia-container-toolkit-base
     // of exactly its version; this set brings 1.17.9-1's.
@@ -271,20 +273,23 @@ TEST_CASE(
     said = "nvidia-container-toolkit-base";
   }
   SECTION("a file that is no rpm") {
-    // A hand-made bundle.toml can list anything with its right hash.
+    // A hand-made bundle.toml can list anything with its right hash; the
+    // bundle's verification reads each package's own header, so it is
+    // refused there (exit 4), before rpm is asked.
     set[0].source = node.t.path() + "/bad.rpm";
     gpunode::test::write_text(set[0].source, "not an rpm\n");
     set[0].entry.file = "packages/rpm/bad.rpm";
     set[0].entry.sha256 = gpunode::sha256_hex("not an rpm\n");
-    said = "bad.rpm";
+    said = "packages/rpm/bad.rpm: it is neither a .deb nor an .rpm";
+    exit_code = 4;
+    verdict = "package rpm nvidia-container-toolkit";
   }
   write_toolkit_bundle(bundle, set);
   const auto before = host_state(root);
   Run r = gpunode_toolkit("install", root, bundle);
   INFO(r.err);
-  CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err,
-             Catch::Contains("rpm could not install") && Catch::Contains(said));
+  CHECK(r.exit_code == exit_code);
+  CHECK_THAT(r.err, Catch::Contains(verdict) && Catch::Contains(said));
   CHECK(rpm_installed(root).empty());
   CHECK(changed(host_state(root), before) == "");
 }

@@ -38,7 +38,7 @@ std::vector<std::string> make_toolkit_packages(
 }
 
 void write_deb_bomb(const std::string& path, const std::string& control,
-                    std::int64_t expanded) {
+                    std::int64_t expanded, BombPad pad) {
   std::string tar;
   archive* w = archive_write_new();
   archive_write_set_format_pax_restricted(w);
@@ -70,8 +70,10 @@ void write_deb_bomb(const std::string& path, const std::string& control,
     }
     archive_entry_free(e);
   };
-  add("./big", expanded, "");
-  add("./control", static_cast<std::int64_t>(control.size()), control);
+  const auto control_size = static_cast<std::int64_t>(control.size());
+  if (pad == BombPad::kBeforeControl) add("./big", expanded, "");
+  add("./control", control_size, control);
+  if (pad == BombPad::kAfterControl) add("./big", expanded, "");
   archive_write_close(w);
   archive_write_free(w);
   // deb(5): an ar archive of debian-binary, control.tar.zst, data.tar.

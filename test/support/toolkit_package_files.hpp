@@ -17,9 +17,14 @@ std::vector<std::string> make_toolkit_packages(
     const std::string& version = "1.17.8-1", const std::string& arch = "amd64",
     const std::string& postinst_sleep = "");
 
+// Where the zeros of write_deb_bomb go in control.tar.
+enum class BombPad { kBeforeControl, kAfterControl };
+
 // A .deb whose control.tar.zst holds `expanded` bytes of zeros (./big)
-// before its ./control: a decompression bomb, about 40 KiB per GiB.
+// before (or after) its ./control: a decompression bomb, about 40 KiB per
+// GiB.
 void write_deb_bomb(const std::string& path, const std::string& control,
-                    std::int64_t expanded);
+                    std::int64_t expanded,
+                    BombPad pad = BombPad::kBeforeControl);
 
 }  // namespace gpunode::test

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -151,6 +152,44 @@ TEST_CASE("a package directory: links and non-files refused, others noted",
   auto none = read_toolkit_package_dir(tmp.path() + "/absent", note);
   REQUIRE_FALSE(none);
   CHECK(none.error().exit == ExitCode::kUsage);
+}
+
+TEST_CASE(
+    "a package directory's files are told apart by content, never by name",
+    "[toolkit-packages]") {
+  TempDir tmp;
+  for (const std::string family : {"deb", "rpm"}) {
+    INFO(family);
+    const std::string dir = tmp.path() + "/" + family;
+    const auto files = make_toolkit_packages(dir, family);
+    // A package saved under another name is taken, by its content.
+    const std::string renamed = dir + "/notes.txt";
+    std::filesystem::rename(files[0], renamed);
+    // An ar archive that is no .deb (a static library) is not a package.
+    write_text(dir + "/libx.a",
+               "!<arch>\nx.o/           0           0     0 "
+               "    644     0         `\n");
+    std::vector<std::string> notes;
+    auto note = [&](const std::string& s) { notes.push_back(s); };
+    auto set = read_toolkit_package_dir(dir, note);
+    REQUIRE(set);
+    CHECK(set->family == family);
+    REQUIRE(set->files.size() == 4);
+    CHECK(std::count_if(set->files.begin(), set->files.end(),
+                        [&](auto& f) { return f.path == renamed; }) == 1);
+    CHECK(set->ignored == std::vector<std::string>{"libx.a"});
+    REQUIRE(notes.size() == 1);
+    CHECK_THAT(notes[0], Catch::Contains(dir + "/libx.a"));
+
+    // Named as a package but none: an error naming it, as before.
+    write_text(dir + "/x." + family, "not a package\n");
+    auto bad = read_toolkit_package_dir(dir, note);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().exit == ExitCode::kUsage);
+    CHECK_THAT(bad.error().message,
+               Catch::Contains(dir + "/x." + family +
+                               ": it is neither a .deb nor an .rpm"));
+  }
 }
 
 TEST_CASE(
