@@ -96,13 +96,23 @@ std::optional<SmokeCause> cause_in_status(const json& pod,
       reason != "ErrImageNeverPull") {
     return std::nullopt;
   }
-  return SmokeCause{
-      "smoke.image", "image",
-      "the CUDA Pod " + subject.pod + " is " + terminal_safe(reason) +
-          ": the image " + subject.image +
-          " is not in k3s's containerd on this node, and an air-gapped node "
-          "will never pull it",
-      subject.import_fix};
+  // The kubelet that pulls is the one of the node the scheduler bound the
+  // Pod to (spec.nodeName): a run on a server sends it to a GPU agent, so
+  // "this node" would send the operator to the wrong machine.
+  const std::string node =
+      terminal_safe(pod.value("spec", json::object()).value("nodeName", ""));
+  const std::string there =
+      node.empty() ? std::string("the node the Pod was scheduled on")
+                   : "node " + node;
+  SmokeCause cause{"smoke.image", "image",
+                   "the CUDA Pod " + subject.pod + " is " +
+                       terminal_safe(reason) + " on " + there + ": the image " +
+                       subject.image +
+                       " is not in k3s's containerd there, and an "
+                       "air-gapped node will never pull it",
+                   "on " + there + ": " + subject.import_fix};
+  cause.node = node;
+  return cause;
 }
 
 std::optional<SmokeCause> unschedulable(const json& pod,

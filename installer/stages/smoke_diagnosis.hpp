@@ -32,6 +32,9 @@ struct SmokeCause {
   std::string message;
   std::string fix;
   ExitCode exit = ExitCode::kBlocked;
+  // The node the Pod was scheduled on (spec.nodeName) when the cause is
+  // there: not always the node gpunode runs on (a server's smoke run).
+  std::string node{};
 };
 
 // What the diagnosis needs besides the Pod: the image the Pod runs and the
@@ -58,7 +61,8 @@ kube::json events_json(const std::vector<PodEvent>& events);
 std::vector<std::string> event_lines(const std::vector<PodEvent>& events);
 
 // A cause the Pod's status shows that waiting will not cure: the image is
-// not on the node (ErrImagePull, ImagePullBackOff, ErrImageNeverPull).
+// not on the node the Pod was scheduled on (ErrImagePull, ImagePullBackOff,
+// ErrImageNeverPull); the message and the fix name that node.
 std::optional<SmokeCause> cause_in_status(const kube::json& pod,
                                           const SmokeSubject& subject);
 

@@ -57,7 +57,8 @@ class SmokeStage : public Stage {
     Check c = verdict(ctx);
     // docs/json-events.md, smoke: the Pod of this invocation (null until
     // one ran), its image, "passed" once it printed Test PASSED, the layer
-    // a failed run names, and the Pod's events read before its deletion.
+    // a failed run names, the node its cause is on, and the Pod's events
+    // read before its deletion.
     c.facts["pod"] =
         pod_.empty() ? nlohmann::json(nullptr) : nlohmann::json(pod_);
     c.facts["image"] = ctx.opts.smoke_image;
@@ -65,6 +66,9 @@ class SmokeStage : public Stage {
         passed_.empty() ? nlohmann::json(nullptr) : nlohmann::json("passed");
     c.facts["layer"] =
         failure_ ? nlohmann::json(failure_->layer) : nlohmann::json(nullptr);
+    c.facts["node"] = failure_ && !failure_->node.empty()
+                          ? nlohmann::json(failure_->node)
+                          : nlohmann::json(nullptr);
     c.facts["events"] = events_json(events_);
     c.details = event_lines(events_);
     return c;

@@ -84,9 +84,15 @@ TEST_CASE("smoke e2e: the CUDA image not on the node fails fast, layer image",
              Catch::StartsWith("image: the CUDA Pod gpunode-smoke-"));
   CHECK_THAT(e.value("summary", ""),
              Catch::Contains("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-"
-                             "cuda12.5.0 is not in k3s's containerd"));
+                             "cuda12.5.0 is not in k3s's containerd there"));
+  // The node the Pod was scheduled on, in the message, the fix and a field.
+  CHECK_THAT(e.value("summary", ""),
+             Catch::Contains("is ErrImagePull on node gpu-node-1: ") ||
+                 Catch::Contains("is ImagePullBackOff on node gpu-node-1: "));
+  CHECK(e["facts"]["node"] == "gpu-node-1");
   CHECK_THAT(e.value("fix", ""),
-             Catch::Contains("sudo k3s ctr -n k8s.io images import"));
+             Catch::StartsWith("on node gpu-node-1: ") &&
+                 Catch::Contains("sudo k3s ctr -n k8s.io images import"));
   // The kubelet's pull failure, as the Pod's events said it.
   CHECK(has_event(e["facts"], "Failed"));
   CHECK_THAT(t.run.err, Catch::Contains("event Warning Failed: Failed to "

@@ -295,26 +295,48 @@ TEST_CASE("smoke: an image not on the node ends the watch at once",
   SECTION("ErrImagePull") { reason = "ErrImagePull"; }
   SECTION("ImagePullBackOff") { reason = "ImagePullBackOff"; }
   SECTION("ErrImageNeverPull") { reason = "ErrImageNeverPull"; }
-  bed.kube().answer_watch(kPods,
-                          stuck(waiting_pod(reason, "Back-off pulling image")));
+  // Scheduled on a GPU agent, not on the node gpunode runs on (a server's
+  // run): the message and the fix send the operator there.
+  kube::json pod = waiting_pod(reason, "Back-off pulling image");
+  pod["spec"]["nodeName"] = "gpu-agent-7";
+  bed.kube().answer_watch(kPods, stuck(pod));
   bed.kube().answer_text(kPods + "/*/log", "");
   const auto started = bed.clock().steady_now();
   const auto [name, c] = run_smoke(bed);
   CHECK(c.status == CheckStatus::kBlocked);
   CHECK(c.code == "smoke.image");
   CHECK(c.facts["layer"] == "image");
+  CHECK(c.facts["node"] == "gpu-agent-7");
   CHECK(c.summary == "image: the CUDA Pod " + name + " is " + reason +
-                         ": the image " + bed.opts.smoke_image +
-                         " is not in k3s's containerd on this node, and an "
+                         " on node gpu-agent-7: the image " +
+                         bed.opts.smoke_image +
+                         " is not in k3s's containerd there, and an "
                          "air-gapped node will never pull it");
-  // Without a bundle: what to import, by hand.
-  CHECK(c.fix == "import an archive of " + bed.opts.smoke_image +
+  // Without a bundle: what to import, by hand, on that node.
+  CHECK(c.fix == "on node gpu-agent-7: import an archive of " +
+                     bed.opts.smoke_image +
                      " into k3s's containerd: sudo k3s ctr -n k8s.io images "
                      "import FILE.tar (gpunode bundle create --pull " +
                      bed.opts.smoke_image + " puts one in a bundle's images/)");
   // The first sight ends it: the watch never ran into its slice's end.
   CHECK(bed.clock().steady_now() == started);
   CHECK(lines(bed) == expected_lines(name));
+}
+
+TEST_CASE("smoke: an image pull failure before the Pod names its node",
+          "[cluster-stage][smoke][smoke-cause]") {
+  ClusterBed bed;
+  bed.opts.timeout = std::chrono::seconds(300);
+  bed.kube().answer_watch(
+      kPods, stuck(waiting_pod("ErrImagePull", "pull access denied")));
+  bed.kube().answer_text(kPods + "/*/log", "");
+  const auto [name, c] = run_smoke(bed);
+  CHECK(c.code == "smoke.image");
+  CHECK(c.facts["node"].is_null());
+  CHECK_THAT(c.summary,
+             Catch::Contains(" on the node the Pod was scheduled on: "));
+  CHECK_THAT(c.fix, Catch::StartsWith("on the node the Pod was scheduled on: "
+                                      "import an archive of "));
 }
 
 TEST_CASE("smoke: a container waiting for another reason is waited for",
