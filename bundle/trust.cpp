@@ -86,10 +86,12 @@ Result<VerifyOptions> trust_options(const FileSystem& fs,
   for (const std::string& path : key_files) {
     if (auto safe = check_trust_anchor(path, "trusted key"); !safe)
       return safe.error();
-    auto key = read_key_file(path, "--trust-key");
+    // Errors name where the path came from: the flag, the variable, or
+    // config.toml and its line.
+    auto key = read_key_file(path, keys_origin);
     if (!key) return key.error();
     if (key_fingerprint(*key).empty()) {
-      return usage_error("--trust-key: '" + path +
+      return usage_error(keys_origin + ": '" + path +
                          "' is not a PEM Ed25519 public key");
     }
     options.trust_keys.push_back(std::move(*key));

@@ -8,7 +8,8 @@
 namespace gpunode {
 
 Result<void> check_trust_anchor(const std::string& path,
-                                const std::string& what) {
+                                const std::string& what,
+                                const std::string& otherwise) {
   std::string absolute = path;
   if (absolute.empty() || absolute.front() != '/') {
     char cwd[PATH_MAX];
@@ -22,7 +23,7 @@ Result<void> check_trust_anchor(const std::string& path,
       what + " " + path + " is not a trust anchor: " + bad->path + " " +
           bad->why + ", so someone other than root could " + "replace " +
           (bad->path == absolute ? "it" : "what it holds"),
-      bad->fix + " (or move the key to a directory only root can write)"};
+      otherwise.empty() ? bad->fix : bad->fix + " (or " + otherwise + ")"};
 }
 
 }  // namespace gpunode

@@ -2,6 +2,9 @@
 #include "gpunode/journal.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -30,19 +33,41 @@ std::string get_string(const json& j, const char* key) {
   return it->get<std::string>();
 }
 
-// The version of a journal newer than this gpunode reads, else 0.
-long long newer_version(const std::string& text) {
+// The version of a journal newer than this gpunode reads, as a decimal,
+// else empty. A version past what an integer holds (JSON gives it as a
+// float) is newer all the same: a later gpunode's history is kept aside,
+// never overwritten for want of a reading.
+std::string newer_version(const std::string& text) {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return 0;
+  if (!j.is_object()) return {};
   const auto v = j.find("version");
-  if (v == j.end() || !v->is_number_integer()) return 0;
-  const long long n = v->get<long long>();
-  return n > kJournalVersion ? n : 0;
+  if (v == j.end()) return {};
+  if (v->is_number_unsigned()) {
+    return v->get<std::uint64_t>() > static_cast<std::uint64_t>(kJournalVersion)
+               ? v->dump()
+               : std::string();
+  }
+  if (v->is_number_integer())
+    return v->get<long long>() > kJournalVersion ? v->dump() : std::string();
+  if (!v->is_number_float()) return {};
+  const double d = v->get<double>();
+  if (!std::isfinite(d) || d <= kJournalVersion) return {};
+  if (std::floor(d) != d || d >= 1e30) return v->dump();
+  char digits[40];
+  std::snprintf(digits, sizeof digits, "%.0f", d);
+  return digits;
 }
+
+// Where keep_newer_journal puts a newer journal: .newer-v<N>, or the first
+// free .newer-v<N>.<i>, never over an earlier copy; empty when all are
+// taken.
+std::string kept_journal_path(const FileSystem& fs,
+                              const std::string& state_dir,
+                              const std::string& version);
 
 // No history, and why the file on disk gave none.
 LoadedJournal ignored(std::string why) {
-  return {Journal{}, std::move(why), {}, 0};
+  return {Journal{}, std::move(why), {}, {}};
 }
 
 // Copies of newer journals kept at most (a node downgraded that often has
@@ -127,39 +152,56 @@ LoadedJournal load_journal(const FileSystem& fs, const std::string& state_dir) {
   if (!text)
     return ignored(text.error().message + "; starting without history");
   auto parsed = parse_journal(*text);
-  if (parsed) return {std::move(*parsed), std::nullopt, {}, 0};
-  if (const long long newer = newer_version(*text); newer > 0) {
-    return {Journal{},
-            "journal " + path +
-                " was written by a newer gpunode (journal "
-                "version " +
-                std::to_string(newer) + "; this one reads " +
-                std::to_string(kJournalVersion) +
-                "): not read here; install keeps it aside as " + path +
-                ".newer-v" + std::to_string(newer) + " before writing its own",
-            std::move(*text), newer};
+  if (parsed) return {std::move(*parsed), std::nullopt, {}, {}};
+  if (std::string newer = newer_version(*text); !newer.empty()) {
+    const std::string kept = kept_journal_path(fs, state_dir, newer);
+    std::string warning = "journal " + path +
+                          " was written by a newer gpunode (journal "
+                          "version " +
+                          newer + "; this one reads " +
+                          std::to_string(kJournalVersion) + "): not read here";
+    warning +=
+        kept.empty()
+            ? "; install cannot keep it aside (the numbered copies "
+              "are all taken)"
+            : "; install keeps it aside as " + kept + " before writing its own";
+    return {Journal{}, std::move(warning), std::move(*text), std::move(newer)};
   }
   return ignored("journal " + path + " ignored (" + parsed.error().message +
                  "); starting without history");
 }
 
+namespace {
+
+std::string kept_journal_path(const FileSystem& fs,
+                              const std::string& state_dir,
+                              const std::string& version) {
+  const std::string base = journal_path(state_dir) + ".newer-v" + version;
+  std::string path = base;
+  for (int i = 1; fs.stat(path) || fs.is_symlink(path); ++i) {
+    if (i > kMaxKeptJournals) return {};
+    path = base + "." + std::to_string(i);
+  }
+  return path;
+}
+
+}  // namespace
+
 Result<std::string> keep_newer_journal(FileSystem& fs,
                                        const std::string& state_dir,
                                        const LoadedJournal& loaded) {
-  const std::string base = journal_path(state_dir) + ".newer-v" +
-                           std::to_string(loaded.newer_version);
   // One copy per newer journal met: never over an earlier one.
-  std::string path = base;
-  for (int i = 1; fs.stat(path) || fs.is_symlink(path); ++i) {
-    if (i > kMaxKeptJournals)
-      return Error{ExitCode::kCannotRun, "journal",
-                   "cannot keep the newer gpunode's journal aside: " + base +
-                       " and " + std::to_string(kMaxKeptJournals) +
-                       " numbered copies exist",
-                   "move the journal.json.newer-* files out of " + state_dir +
-                       ", then rerun"};
-    path = base + "." + std::to_string(i);
-  }
+  const std::string path =
+      kept_journal_path(fs, state_dir, loaded.newer_version);
+  if (path.empty())
+    return Error{ExitCode::kCannotRun, "journal",
+                 "cannot keep the newer gpunode's journal aside: " +
+                     journal_path(state_dir) + ".newer-v" +
+                     loaded.newer_version + " and " +
+                     std::to_string(kMaxKeptJournals) +
+                     " numbered copies exist",
+                 "move the journal.json.newer-* files out of " + state_dir +
+                     ", then rerun"};
   if (auto r = fs.write_file_atomic(path, loaded.newer_text, 0600); !r)
     return r.error();
   return path;

@@ -368,7 +368,7 @@ class Run {
     // Read the journal only under the lock: another run may just have written
     // it.
     journal_ = load_and_warn();
-    if (journal_.newer_version > 0) {
+    if (!journal_.newer_version.empty()) {
       auto kept = keep_newer_journal(host_.fs(), opts_.state_dir, journal_);
       if (!kept) {
         report_.error(kept.error());

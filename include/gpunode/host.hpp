@@ -23,6 +23,7 @@ struct FileInfo {
   Type type = Type::kOther;
   std::uint64_t size = 0;
   unsigned mode = 0;  // permission bits
+  unsigned uid = 0;   // owner
   std::chrono::system_clock::time_point mtime;
 };
 

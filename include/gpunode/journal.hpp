@@ -44,7 +44,8 @@ struct LoadedJournal {
   // A journal a newer gpunode wrote (a higher version): its text, kept
   // aside by keep_newer_journal before this one writes its own.
   std::string newer_text;
-  long long newer_version = 0;
+  // Its version in decimal ("2"); empty when the journal is not newer.
+  std::string newer_version;
 };
 
 std::string journal_path(const std::string& state_dir);

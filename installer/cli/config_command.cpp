@@ -49,7 +49,7 @@ void register_config(CLI::App& app, CommandIo& io) {
         resolve_site_settings(v, given_setting_flags(*show), process_env());
     if (!settings) {
       report.error(settings.error());
-      io.exit_code = static_cast<int>(ExitCode::kUsage);
+      io.exit_code = static_cast<int>(settings.error().exit);
       return;
     }
     if (v.json) {

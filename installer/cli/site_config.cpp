@@ -81,8 +81,13 @@ Result<Values> read_env(const EnvLookup& env) {
                 : key == "timeout" ? check_timeout(f.text)
                                    : check_min_driver(f.text);
     }
-    if (!problem.empty())
-      return usage_error(std::string(spec.env) + ": " + problem);
+    if (!problem.empty()) {
+      Error e = usage_error(std::string(spec.env) + ": " + problem);
+      e.fix = "set " + std::string(spec.env) +
+              " in gpunode's environment to a valid value, or unset it (" +
+              spec.flag + ", when given, overrides it)";
+      return e;
+    }
     out[key] = std::move(f);
   }
   return out;
@@ -106,7 +111,9 @@ Result<Values> read_file(const FileSystem& fs, const std::string& shown) {
     const std::string at =
         shown + ":" + std::to_string(node.source().begin.line);
     auto bad = [&](const std::string& what) {
-      return usage_error(at + ": key '" + key + "': " + what);
+      Error e = usage_error(at + ": key '" + key + "': " + what);
+      e.fix = "correct or remove key '" + key + "' in " + shown;
+      return e;
     };
     bool known = false;
     for (const SettingSpec& spec : setting_specs()) known |= key == spec.key;
@@ -231,11 +238,13 @@ Result<std::vector<Setting>> resolve_site_settings(
       if (key == "trust-keys") {
         // The file then decides whose bundles this node runs: an anchor,
         // held to the rule for the key files it names (exit 5 when someone
-        // other than root could rewrite it).
+        // other than root could rewrite it), in every command that reads
+        // it. The fix is the chmod alone: config.toml has its fixed place.
         if (s.source == SettingSource::kFile) {
           if (auto safe = check_trust_anchor(fs->resolve(kSiteConfigPath),
                                              "site config (it sets "
-                                             "trust-keys)");
+                                             "trust-keys)",
+                                             "");
               !safe)
             return safe.error();
         }

@@ -20,8 +20,9 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
   auto settings =
       resolve_site_settings(flags, given_setting_flags(cmd), process_env());
   if (!settings) {
-    report.refused(command, settings.error(), ExitCode::kUsage);
-    return static_cast<int>(ExitCode::kUsage);
+    // Usage for a bad setting; cannot-run for a config.toml others can write.
+    report.refused(command, settings.error(), settings.error().exit);
+    return static_cast<int>(settings.error().exit);
   }
   auto options = validate_flags(flags);
   if (!options) {

@@ -30,8 +30,8 @@ void register_uninstall(CLI::App& app, CommandIo& io) {
     auto settings =
         resolve_site_settings(*flags, given_setting_flags(*cmd), process_env());
     if (!settings) {
-      report.refused("uninstall", settings.error(), ExitCode::kUsage);
-      io.exit_code = static_cast<int>(ExitCode::kUsage);
+      report.refused("uninstall", settings.error(), settings.error().exit);
+      io.exit_code = static_cast<int>(settings.error().exit);
       return;
     }
     auto options = validate_flags(*flags);

@@ -58,6 +58,7 @@ FileInfo to_info(const struct stat& st) {
     info.type = FileInfo::Type::kDirectory;
   info.size = static_cast<std::uint64_t>(st.st_size);
   info.mode = st.st_mode & 07777;
+  info.uid = st.st_uid;
   info.mtime = std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::seconds(st.st_mtim.tv_sec) +

@@ -120,6 +120,21 @@ std::string loose_credential_file_warning(const std::string& path,
          path;
 }
 
+// A key or token file a kubeconfig names, owned by a user other than root
+// and the kubeconfig's owner: that user can read it (and chmod it) whatever
+// its mode, and so act as the user it names.
+std::string foreign_credential_file_warning(const std::string& path,
+                                            unsigned uid,
+                                            const std::string& source,
+                                            bool key) {
+  return path + " is owned by uid " + std::to_string(uid) +
+         ", neither root nor the owner of " + source + ", and is the " +
+         (key ? "client key" : "bearer token") + " " + source +
+         " names: that user can read it and act as the user it names (for "
+         "the kubelet's client-kubelet.key, as this node). Fix: chown root " +
+         path + " && chmod 600 " + path;
+}
+
 // One kubeconfig parse, with the state every helper needs for messages.
 class Parser {
  public:
@@ -478,6 +493,9 @@ Result<Kubeconfig> load_kubeconfig(const FileSystem& fs,
     if (file_info && (file_info->mode & 044) != 0)
       config->warnings.push_back(
           loose_credential_file_warning(file, file_info->mode, host_path, key));
+    if (file_info && file_info->uid != 0 && file_info->uid != info->uid)
+      config->warnings.push_back(foreign_credential_file_warning(
+          file, file_info->uid, host_path, key));
   }
   return config;
 }

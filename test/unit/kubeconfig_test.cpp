@@ -1,5 +1,7 @@
 // Kubeconfig loading: k3s's shape, general kubeconfigs, and every way a
 // kubeconfig can be wrong, each named with the file and the key.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <map>
 #include <string>
@@ -482,6 +484,33 @@ TEST_CASE(
   };
   SECTION("the key 0600, as k3s writes it: nothing to say") {
     CHECK(warnings_at(0600).empty());
+  }
+  SECTION("the key 0600 but owned by another user: a warning (chown)") {
+    // Only root can give a file away; the tests run as root.
+    if (::geteuid() == 0) {
+      write_text(t.path() + key, kKey, 0600);
+      REQUIRE(::chown((t.path() + key).c_str(), 65534, 65534) == 0);
+      auto config =
+          kube::load_kubeconfig(*make_rooted_file_system(t.path()), source);
+      REQUIRE(config);
+      REQUIRE(config->warnings.size() == 1);
+      const std::string& w = config->warnings[0];
+      CHECK_THAT(w, Catch::StartsWith(key +
+                                      " is owned by uid 65534, neither "
+                                      "root nor the owner of " +
+                                      source + ", and is the client key"));
+      CHECK_THAT(w, Catch::Contains("as this node"));
+      CHECK_THAT(w, Catch::EndsWith("Fix: chown root " + key +
+                                    " && chmod 600 " + key));
+      // Owned by the kubeconfig's owner: that user may read it.
+      REQUIRE(::chown((t.path() + source).c_str(), 65534, 65534) == 0);
+      auto same =
+          kube::load_kubeconfig(*make_rooted_file_system(t.path()), source);
+      REQUIRE(same);
+      CHECK(same->warnings.empty());
+    } else {
+      WARN("not root: cannot give the key to another user; not checked");
+    }
   }
   for (const auto& [mode, who] : std::vector<std::pair<unsigned, std::string>>{
            {0644, "every local user (mode 0644)"},

@@ -258,6 +258,33 @@ TEST_CASE(
   CHECK(gpunode::test::read_text(state + "/journal.json.newer-v2") == newer);
   CHECK(gpunode::test::read_text(state + "/journal.json.newer-v2.1") ==
         newer + " ");
+  // The warning names the copy actually written, not the taken one.
+  CHECK_THAT(h.err.str(),
+             Catch::Contains("keeps it aside as " + h.opts.state_dir +
+                             "/journal.json.newer-v2.1 before"));
+}
+
+TEST_CASE(
+    "a journal version past what an integer holds is newer: kept aside, not "
+    "overwritten as 'no version'",
+    "[runner]") {
+  for (const auto& [version, kept] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"18446744073709551615", "18446744073709551615"},
+           {"99999999999999999999", "100000000000000000000"}}) {
+    INFO(version);
+    Harness h;
+    const std::string state = h.dir.path() + h.opts.state_dir;
+    const std::string newer = R"({"version": )" + version + "}";
+    gpunode::test::write_text(state + "/journal.json", newer);
+    StageList s;
+    s.push_back(
+        std::make_unique<ScriptedStage>("a", std::vector<Check>{ok()}, &h.log));
+    CHECK(h.run(RunMode::kInstall, std::move(s)) == ExitCode::kOk);
+    CHECK_THAT(h.err.str(), Catch::Contains("journal version " + kept));
+    CHECK(gpunode::test::read_text(state + "/journal.json.newer-v" + kept) ==
+          newer);
+  }
 }
 
 TEST_CASE(

@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/cli.hpp"
@@ -169,6 +171,12 @@ TEST_CASE("bad config files name the file, line and key", "[config]") {
     CHECK_THAT(e.message,
                Catch::StartsWith(root.path() +
                                  "/etc/gpunode/config.toml:" + c.message));
+    // A fix that names the file (a syntax error names no key).
+    if (std::string(c.message).find("key '") != std::string::npos) {
+      CHECK_THAT(e.fix, Catch::StartsWith("correct or remove key '") &&
+                            Catch::EndsWith("' in " + root.path() +
+                                            "/etc/gpunode/config.toml"));
+    }
   }
 }
 
@@ -185,6 +193,10 @@ TEST_CASE("bad environment values name the variable", "[config]") {
   CHECK(expect_error(root, env_of({{"GPUNODE_TRUST_KEYS", "/a.pub,b.pub"}}))
             .message ==
         "GPUNODE_TRUST_KEYS: expected an absolute path, got 'b.pub'");
+  // The fix names the variable and the flag that overrides it.
+  CHECK(expect_error(root, env_of({{"GPUNODE_TIMEOUT", "bogus"}})).fix ==
+        "set GPUNODE_TIMEOUT in gpunode's environment to a valid value, or "
+        "unset it (--timeout, when given, overrides it)");
 }
 
 namespace {
@@ -268,6 +280,72 @@ TEST_CASE("bundle verify trusts the keys config.toml names", "[config]") {
 }
 
 TEST_CASE(
+    "bundle verify prints several problems one per line, each escaped, and "
+    "lists them in --json",
+    "[config][bundle]") {
+  TempDir root;
+  TempDir work;
+  const std::string stick = make_site_signed_stick(root, work);
+  test::ScopedEnv env;
+  env.unset("GPUNODE_TRUST_KEYS");
+  const std::string key = root.path() + "/etc/gpunode/keys/site.pub";
+  // manifests/ moved aside and a link left in its place.
+  std::filesystem::rename(stick + "/manifests", work.path() + "/manifests");
+  std::filesystem::create_symlink(work.path() + "/manifests",
+                                  stick + "/manifests");
+  const auto on_stick = test::snapshot_tree(stick);
+  auto r = cli({"bundle", "verify", stick, "--trust-key", key});
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.err, Catch::Contains("[ERROR bundle] manifests: is a symbolic "
+                                    "link (to " +
+                                    work.path() + "/manifests)"));
+  CHECK_THAT(r.err, Catch::Contains("\n  manifests/"));
+  CHECK_THAT(r.err, Catch::Contains(": is missing\n"));
+  CHECK_THAT(r.err, !Catch::Contains("\\n"));
+  auto j = cli({"bundle", "verify", stick, "--trust-key", key, "--json"});
+  CHECK(j.exit_code == 4);
+  nlohmann::json error;
+  std::istringstream lines(j.out);
+  for (std::string line; std::getline(lines, line);) {
+    auto event = nlohmann::json::parse(line);
+    if (event["event"] == "error") error = event;
+  }
+  REQUIRE(error.is_object());
+  REQUIRE(error["problems"].is_array());
+  CHECK(error["problems"].size() >= 2);
+  CHECK(error["problems"][0] ==
+        "manifests: is a symbolic link (to " + work.path() +
+            "/manifests); bundles may not contain links");
+  // The message is as it was: the problems joined by newlines.
+  std::string joined;
+  for (const auto& p : error["problems"])
+    joined += (joined.empty() ? "" : "\n") + p.get<std::string>();
+  CHECK(error["message"] == joined);
+  CHECK(test::snapshot_tree(stick) == on_stick);
+}
+
+TEST_CASE(
+    "a trust-keys path from config.toml that cannot be read names "
+    "config.toml and its line, not --trust-key",
+    "[config]") {
+  TempDir root;
+  TempDir work;
+  const std::string stick = make_site_signed_stick(root, work);
+  test::ScopedEnv env;
+  env.unset("GPUNODE_TRUST_KEYS");
+  const std::string config = root.path() + "/etc/gpunode/config.toml";
+  write_config(root,
+               "# site keys\ntrust-keys = [\"/etc/gpunode/keys/gone.pub\"]\n");
+  const auto before = test::snapshot_tree(root.path());
+  auto r = cli({"bundle", "verify", stick, "--root", root.path()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(config + ":2: cannot read '" + root.path() +
+                                    "/etc/gpunode/keys/gone.pub'"));
+  CHECK_THAT(r.err, !Catch::Contains("--trust-key"));
+  CHECK(test::snapshot_tree(root.path()) == before);
+}
+
+TEST_CASE(
     "a config.toml that sets trust-keys and that others may write is no "
     "anchor: exit 5, like a key file with that mode",
     "[config]") {
@@ -291,8 +369,26 @@ TEST_CASE(
                                       config + " is not a trust anchor: " +
                                       config + " is writable by " + who));
     CHECK_THAT(r.err, Catch::Contains("fix: sudo chmod go-w " + config));
+    // config.toml has its fixed place: moving it is no fix.
+    CHECK_THAT(r.err, !Catch::Contains("move the key"));
     CHECK(test::snapshot_tree(root.path()) == before);
     CHECK(test::snapshot_tree(stick) == on_stick);
+    // Every command that reads the file: the same exit and check code.
+    for (const char* command :
+         {"config", "plan", "status", "install", "uninstall"}) {
+      INFO(command);
+      std::vector<std::string> args = {command};
+      if (std::string(command) == "config") args.push_back("show");
+      args.insert(args.end(), {"--root", root.path()});
+      auto c = cli(args);
+      CHECK(c.exit_code == 5);
+      CHECK_THAT(c.err, Catch::Contains("[ERROR trust] site config (it sets "
+                                        "trust-keys) " +
+                                        config + " is not a trust anchor"));
+      CHECK_THAT(c.err, Catch::Contains("fix: sudo chmod go-w " + config));
+      CHECK_THAT(c.err, !Catch::Contains("move the key"));
+      CHECK(test::snapshot_tree(root.path()) == before);
+    }
   }
   // Root's own mode: trusted as before.
   REQUIRE(::chmod(config.c_str(), 0644) == 0);

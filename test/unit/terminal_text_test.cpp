@@ -70,12 +70,18 @@ TEST_CASE("every human line of the Reporter is escaped, JSON keeps the text",
   r.warning("driver", evil);
   r.info("driver", evil);
   r.error(gpunode::Error{gpunode::ExitCode::kBlocked, "driver", evil, evil});
+  // Several problems: one a line, each escaped on its own.
+  gpunode::Error several{gpunode::ExitCode::kIntegrity, "bundle",
+                         "first\n" + evil, ""};
+  several.problems = {"first", evil};
+  r.error(several);
   r.result("install", gpunode::ExitCode::kBlocked, evil, {});
   const std::string text = err.str();
   INFO(text);
   CHECK(text.find('\x1b') == std::string::npos);
   CHECK(text.find("\nbundle verify") == std::string::npos);
   CHECK(text.find("GPU\\e[2K\\nbundle verify: ok") != std::string::npos);
+  CHECK(text.find("[ERROR bundle] first\n  ") != std::string::npos);
   // The JSON lines carry the text as it was (JSON escapes it itself).
   CHECK(out.str().find("GPU\\u001b[2K\\nbundle verify: ok") !=
         std::string::npos);
