@@ -258,12 +258,13 @@ def ansible_env(work):
     return env
 
 
-def run_ansible(argv, work, timeout=240):
-    """Runs ansible or ansible-playbook ARGV; returns (rc, parsed json
-    callback output or None, stderr text)."""
+def run_ansible(argv, work, timeout=240, env=None):
+    """Runs ansible or ansible-playbook ARGV (ENV: more environment);
+    returns (rc, parsed json callback output or None, stderr text)."""
     start = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True,
-                          env=ansible_env(work), timeout=timeout,
+                          env={**ansible_env(work), **(env or {})},
+                          timeout=timeout,
                           stdin=subprocess.DEVNULL)
     print(f"  ({' '.join(argv[:2])} {' '.join(argv[6:])}: exit "
           f"{done.returncode}, {time.monotonic() - start:.1f} s)", flush=True)

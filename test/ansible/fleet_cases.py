@@ -100,6 +100,56 @@ def bed_case(checks, b):
             {}, {"gpu-a": b.host_vars("gpu-a"),
                  "gpu-b": b.host_vars("gpu-b", **sshd.vars())})
         bed_proof(checks, b, sshd, inventory)
+        bundle_copy_ways(checks, b, inventory)
+
+
+def bundle_copy_ways(checks, b, inventory):
+    """gpunode_bundle_copy over both connections, both ways: streamed
+    (ssh, local), and sent as a file when a become password must be
+    answered (become to the same user counts only with
+    ANSIBLE_BECOME_ALLOW_SAME_USER; su as root asks for none). Each copy
+    replaces the node's directory whole: a stale file from an older bundle
+    is gone, and nothing is left beside it."""
+    src = b.work / "copy-src"
+    (src / "bin").mkdir(parents=True)
+    (src / "bundle.toml").write_text("schema = 1\n")
+    (src / "bin" / "gpunode").write_bytes(os.urandom(1 << 20))
+    (src / "bin" / "gpunode").chmod(0o755)
+    want = {p.relative_to(src): p.read_bytes() for p in src.rglob("*")
+            if p.is_file()}
+    become = ["-e", "ansible_become=true", "-e", "ansible_become_method=su",
+              "-e", "ansible_become_password=unused"]
+    for way, extra, env in (
+            ("stream", [], None),
+            ("transfer", become, {"ANSIBLE_BECOME_ALLOW_SAME_USER": "1"})):
+        dests = {h: b.work / f"copy-{way}-{h}" / "bundle"
+                 for h in ("gpu-a", "gpu-b")}
+        for dest in dests.values():
+            dest.mkdir(parents=True)
+            (dest / "stale.tar").write_text("an older bundle's file")
+        rc, out, err, raw = bed.run_ansible(
+            ["ansible", "gpunode_gpu_nodes", "-i", str(inventory), "-m",
+             "gpunode.gpunode.gpunode_bundle_copy", "-a",
+             f"src={src} dest={b.work}/copy-{way}-{{{{ inventory_hostname }}}}"
+             f"/bundle sha256={'0' * 64} cache={b.work / 'copy-cache'}",
+             *extra], b.work, env=env)
+        results = {host: r for _, _, host, r in fc.task_results(out)}
+        checks.check(f"bundle copy ({way}): rc 0", rc == 0,
+                     err[-2000:] + raw[-2000:])
+        for host, dest in dests.items():
+            r = results.get(host, {})
+            got = {p.relative_to(dest): p.read_bytes()
+                   for p in dest.rglob("*") if p.is_file()} \
+                if dest.is_dir() else {}
+            checks.check(f"bundle copy ({way}): {host} went by {way}, "
+                         "changed", r.get("method") == way and
+                         r.get("changed") is True, str(r)[:1000])
+            checks.check(f"bundle copy ({way}): {host}'s directory is the "
+                         "bundle, whole, the stale file gone", got == want,
+                         str(sorted(got)))
+            checks.check(f"bundle copy ({way}): nothing left beside it on "
+                         f"{host}", sorted(os.listdir(dest.parent)) ==
+                         ["bundle"], str(os.listdir(dest.parent)))
 
 
 def converge(checks, b):

@@ -1,9 +1,10 @@
 """Times the rollout playbook against its peers, each measured in this run.
 
-1. The bundle copy. Peer: a plain `tar -c | ssh node tar -x` stream of the
-   same signed bundle to the same node (gpu-1, over the bench's own sshd),
-   right after the playbook's first run. Goal: the role's copy (the tar made
-   on the controller + its unpacking on the node) <= 1.2x the stream.
+1. The bundle copy. Peer: a plain `tar -c | ssh node 'mkdir -p D && tar
+   -x -C D'` stream of the same signed bundle to the same node (gpu-1, over
+   the bench's own sshd, one session), right after the playbook's first
+   run, the best of three. Goal: the role's copy (its one
+   task, gpunode_bundle_copy's stream) <= 1.2x the stream.
 2. The rollout by hand. Peer: the same signed bundle moved by hand and
    installed by hand, one node after the other, as an operator without
    Ansible would: tar | ssh to each node, then `gpunode install --bundle`
@@ -14,7 +15,9 @@ For each size, a fresh sim_cluster (one server, N one-GPU agents, gpu-1
 reached over SSH, the others over the local connection). The bundle carries
 the build's gpunode unstripped (about 120 MB), so the copy is a stream,
 not a handshake.
-Run by scripts/bench.sh as build/test/ansible_fleet_bench (needs root).
+Run by scripts/bench.sh as build/test/ansible_fleet_bench (needs root);
+GPUNODE_BENCH_SIZES="1" measures N = 1 alone (the 8-node line then shows
+nothing).
 """
 
 import json
@@ -29,7 +32,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "ansible"))
 import fleet_bed as bed  # noqa: E402
 
-SIZES = (1, 8)
+SIZES = tuple(int(n) for n in os.environ.get("GPUNODE_BENCH_SIZES", "1 8").split())
 BY_HAND = 0  # measure()'s N for the by-hand peer (one agent)
 
 
@@ -55,16 +58,15 @@ def ssh_argv(sshd, *remote):
 
 
 def stream(bundle, dest, sshd=None):
-    """tar -c BUNDLE | (ssh node) tar -x -C DEST; returns seconds."""
+    """tar -c BUNDLE | (ssh node) 'mkdir -p DEST && tar -x -C DEST', one
+    session; returns seconds."""
     start = time.monotonic()
-    make = ["mkdir", "-p", str(dest)]
-    unpack = ["tar", "-x", "--no-same-owner", "-f", "-", "-C", str(dest)]
-    subprocess.run(ssh_argv(sshd, *make) if sshd else make, check=True,
-                   stdin=subprocess.DEVNULL)
+    unpack = (f"mkdir -p {shlex.quote(str(dest))} && tar -x --no-same-owner "
+              f"-f - -C {shlex.quote(str(dest))}")
     tar = subprocess.Popen(["tar", "-c", "-f", "-", "-C", str(bundle), "."],
                            stdout=subprocess.PIPE)
-    subprocess.run(ssh_argv(sshd, *unpack) if sshd else unpack,
-                   stdin=tar.stdout, check=True)
+    node = ssh_argv(sshd, "sh", "-c", unpack) if sshd else ["sh", "-c", unpack]
+    subprocess.run(node, stdin=tar.stdout, check=True)
     tar.stdout.close()
     if tar.wait() != 0:
         raise RuntimeError("tar -c failed")
@@ -101,17 +103,14 @@ def by_hand(b, agents, sshd):
 
 
 def copy_seconds(output):
-    """The role's bundle copy: the controller's tar (once) plus the
-    slowest host's unpacking (fleet_json's per-result _fleet_seconds)."""
-    def slowest(prefix):
-        return max([r.get("_fleet_seconds", 0)
-                    for play in (output or {}).get("plays", [])
-                    for task in play.get("tasks", [])
-                    if prefix in task.get("task", {}).get("name", "")
-                    for r in task.get("hosts", {}).values()], default=0.0)
-    return (slowest("Make the tar") + slowest("The tar is whole") +
-            slowest("The bundle directory on the node") +
-            slowest("Copy the bundle from the controller"))
+    """The role's bundle copy: the slowest host's tar stream task
+    (fleet_json's per-result _fleet_seconds), start to end."""
+    return max([r.get("_fleet_seconds", 0)
+                for play in (output or {}).get("plays", [])
+                for task in play.get("tasks", [])
+                if "Copy the bundle from the controller" in
+                task.get("task", {}).get("name", "")
+                for r in task.get("hosts", {}).values()], default=0.0)
 
 
 def inner(n, sim_dir):
@@ -159,8 +158,10 @@ def inner(n, sim_dir):
                       f"{err[-3000:]}{raw[-3000:]}", file=sys.stderr)
                 return 1
         if n == 1:
-            result["stream"] = stream(bundle, work / "streamed" / "bundle",
-                                      sshd)
+            # The peer at its best of three (each to a fresh directory).
+            result["stream"] = min(
+                stream(bundle, work / f"streamed-{i}" / "bundle", sshd)
+                for i in range(3))
     result["bundle_bytes"] = sum(f.stat().st_size for f in bundle.rglob("*")
                                  if f.is_file())
     print("RESULT " + json.dumps(result), flush=True)
@@ -211,8 +212,9 @@ def main():
     print(f"  copy: the role's {one['first_copy']:.2f} s against tar | ssh of "
           f"the same bundle to the same node {one['stream']:.2f} s: "
           f"{one['first_copy'] / one['stream']:.2f}x (goal <= 1.2x)")
-    print(f"  8 nodes against 1: {rows[8]['first'] / one['first']:.2f}x "
-          "(goal <= 2x)")
+    if 8 in rows:
+        print(f"  8 nodes against 1: {rows[8]['first'] / one['first']:.2f}x "
+              "(goal <= 2x)")
     print(f"  1 node against the same bundle moved and installed by hand "
           f"(tar | ssh, gpunode install --bundle, server then node): "
           f"{one['first']:.2f} s vs {hand:.2f} s: {one['first'] / hand:.2f}x")

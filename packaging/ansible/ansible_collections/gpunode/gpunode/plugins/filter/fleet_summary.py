@@ -57,7 +57,7 @@ _DONE = ('ok', 'changed')
 # unreachable, or failed, decides its row. The callback
 # (plugins/callback/rollout_summary.py) records the same names.
 BUNDLE_RESULTS = ('gpunode_bundle_trusted', 'gpunode_bundle_node_toml',
-                  'gpunode_bundle_dir_made', 'gpunode_bundle_copy',
+                  'gpunode_bundle_copy',
                   'gpunode_bundle_check')
 # gpunode_smoke: the CUDA Pod's run (roles/gpunode/tasks/check.yml), on a
 # server: its own row, since the Pod may run on any GPU node.

@@ -108,10 +108,9 @@ class FleetSummaryTest(unittest.TestCase):
 
     def test_unreachable_at_whichever_task_met_it_first(self):
         # The bundle copy's tasks (a stat of the node's bundle.toml, the
-        # directory, the tar unpacked) meet an unreachable node before any
-        # gpunode module does.
-        for name in ('gpunode_bundle_node_toml', 'gpunode_bundle_dir_made',
-                     'gpunode_bundle_copy'):
+        # tar stream) meet an unreachable node before any gpunode module
+        # does.
+        for name in ('gpunode_bundle_node_toml', 'gpunode_bundle_copy'):
             hostvars = self.hostvars()
             hostvars['gpu-d'] = {name: {
                 'unreachable': True, 'changed': False,
