@@ -172,6 +172,9 @@ class ActionModule(ActionBase):
             return 'src: %r holds no bundle.toml' % src
         if not dest or not dest.startswith('/') or dest.rstrip('/') in ('', '/'):
             return 'dest: %r must be an absolute path below /' % dest
+        if any(part in ('.', '..') for part in dest.split('/')):
+            # The swap renames DEST: '.' or '..' would name a parent.
+            return 'dest: %r must not hold a . or .. component' % dest
         if not SHA256.fullmatch(sha256):
             return 'sha256: the verified bundle.toml SHA-256 (64 hex digits)'
         return None

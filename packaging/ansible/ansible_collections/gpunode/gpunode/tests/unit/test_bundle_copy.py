@@ -238,6 +238,9 @@ class ArgumentsTest(unittest.TestCase):
         self.assertIn('holds no bundle.toml', bad(os.path.dirname(self.dir), '/x/b', SHA))
         for dest in ('', 'relative/bundle', '/', '//'):
             self.assertIn('absolute path below /', bad(self.dir, dest, SHA), dest)
+        for dest in ('/.', '/x/..', '/x/./b', '/x/../b'):
+            self.assertIn('must not hold a . or .. component',
+                          bad(self.dir, dest, SHA), dest)
         for sha in ('', 'A' * 64, 'a' * 63, SHA + '\n'):
             self.assertIn('64 hex digits', bad(self.dir, '/x/b', sha), repr(sha))
 
