@@ -8,6 +8,13 @@
 #
 #   test/tools/make-toolkit-packages.sh OUT_DIR [--family deb|rpm]
 #       [--version 1.17.8-1] [--arch amd64|arm64] [--postinst-sleep SECONDS]
+#       [--runtime BINARY]
+#
+# --runtime (the real tier, test/real): nvidia-container-runtime and .cdi
+# are BINARY, the real runtime built from nvidia-container-toolkit's module,
+# and config.toml puts it in CDI mode (mode = "cdi", the devices named by
+# the CDI specs in /etc/cdi and /var/run/cdi), as `nvidia-ctk config --set
+# nvidia-container-runtime.mode=cdi` would.
 #
 # --postinst-sleep (deb only: an rpm scriptlet would make rpm require
 # /bin/sh, which the tests' rpm databases lack): nvidia-container-toolkit,
@@ -24,13 +31,14 @@ set -euo pipefail
 
 out=${1:?usage: make-toolkit-packages.sh OUT_DIR [--family deb|rpm] [--version V] [--arch A]}
 shift
-family=deb version=1.17.8-1 arch=amd64 postinst_sleep=
+family=deb version=1.17.8-1 arch=amd64 postinst_sleep= runtime=
 while [ $# -gt 0 ]; do
   case $1 in
     --family) family=$2; shift 2 ;;
     --version) version=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
     --postinst-sleep) postinst_sleep=$2; shift 2 ;;
+    --runtime) runtime=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
     *) echo "make-toolkit-packages: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -81,7 +89,19 @@ fill() {
     case $f in
       *.so.*) printf 'stand-in for %s %s\n' "$(basename "$f")" "$version" >"$root$f"
               ln -sf "$(basename "$f")" "$root${f%.so.*}.so.1" ;;
-      */config.toml) printf '#accept-nvidia-visible-devices-as-volume-mounts = false\n[nvidia-container-runtime]\nmode = "auto"\n' >"$root$f" ;;
+      */config.toml)
+        if [ -n "$runtime" ]; then
+          printf '[nvidia-container-runtime]\nmode = "cdi"\nlog-level = "info"\ndebug = "/var/log/nvidia-container-runtime.log"\nruntimes = ["runc"]\n\n[nvidia-container-runtime.modes.cdi]\ndefault-kind = "nvidia.com/gpu"\nspec-dirs = ["/etc/cdi", "/var/run/cdi"]\n' >"$root$f"
+        else
+          printf '#accept-nvidia-visible-devices-as-volume-mounts = false\n[nvidia-container-runtime]\nmode = "auto"\n' >"$root$f"
+        fi ;;
+      */nvidia-container-runtime|*/nvidia-container-runtime.cdi)
+        if [ -n "$runtime" ]; then
+          cp "$runtime" "$root$f"
+        else
+          printf '#!/bin/sh\necho "%s version %s"\n' "$(basename "$f")" "$upstream" >"$root$f"
+        fi
+        chmod 0755 "$root$f" ;;
       *) printf '#!/bin/sh\necho "%s version %s"\n' "$(basename "$f")" "$upstream" >"$root$f"
          chmod 0755 "$root$f" ;;
     esac

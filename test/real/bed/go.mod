@@ -1,0 +1,3 @@
+module gpunode.test/real/bed
+
+go 1.26.0
