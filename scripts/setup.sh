@@ -21,10 +21,10 @@ build_packages=(g++ cmake ninja-build pkg-config
   openssh-server  # the test's own key-only sshd, for the node reached over SSH
   python3  # Debian's own: the tests run /usr/bin/python3, whatever PATH says
   clang-format  # the meta-clang-format test holds the sources to .clang-format
-  ccache
+  ccache  # a rebuild in a fresh clone reuses the objects of an earlier one
   # the real tier (test/real): runc and the CNI plugins under real
   # containerd and kubelet; nsenter and ip for its node namespaces
-  runc containernetworking-plugins util-linux iproute2)  # a rebuild in a fresh clone reuses the objects of an earlier one
+  runc containernetworking-plugins util-linux iproute2)
 
 # Real kubectl drives the simulated node in the tests. This machine image
 # ships a current one; elsewhere Debian's own (kubernetes-client) stands in.

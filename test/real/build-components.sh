@@ -32,13 +32,14 @@ v=k8s.io/component-base/version
 k8s_ldflags="-s -w -X $v.gitVersion=$k8s_version -X $v.gitMajor=1 -X $v.gitMinor=36 -X $v.gitTreeState=clean -X $v.buildDate=2026-01-01T00:00:00Z"
 
 # component | cgo | output=package ... (packages relative to the module graph)
-# cgo: kine's SQLite and go-nvml's dlopen of libnvidia-ml need it.
+# cgo: kine's SQLite, and go-nvml's dlopen of libnvidia-ml (the plugin and
+# the runtime's internal/cuda) need it.
 components=(
   "k8s|0|k8s=."
   "kine|1|kine=github.com/k3s-io/kine"
   "containerd|0|containerd=github.com/containerd/containerd/v2/cmd/containerd ctr=github.com/containerd/containerd/v2/cmd/ctr containerd-shim-runc-v2=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
   "device-plugin|1|nvidia-device-plugin=github.com/NVIDIA/k8s-device-plugin/cmd/nvidia-device-plugin"
-  "nvidia-runtime|0|nvidia-container-runtime=github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-container-runtime"
+  "nvidia-runtime|1|nvidia-container-runtime=github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-container-runtime"
   "bed|0|realbed=./cmd/realbed pause=./cmd/pause realbed.test=test:."
 )
 

@@ -54,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int nvmlReturn_t;
 typedef struct {
@@ -243,4 +244,79 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(void* d, unsigned* corrected,
   *pending = v != NULL && strcmp(v, "pending") == 0;
   *failed = v != NULL && strcmp(v, "failed") == 0;
   return kSuccess;
+}
+
+/* What the real device plugin v0.19.3 asks besides (test/real): its device
+ * discovery (go-nvlib's pkg/nvlib/device, the plugin's internal/rm) and its
+ * health check (internal/rm/health.go, which marks a GPU unhealthy when any
+ * of these fails). Answers as the H200 reading does: compute capability
+ * 9.0 (Hopper), CUDA 13.0 (driver 580), the three event types a datacenter
+ * GPU supports, and an event wait that times out (no Xid). */
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* v) {
+  *v = 13000;
+  return kSuccess;
+}
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* v) {
+  return nvmlSystemGetCudaDriverVersion(v);
+}
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(void* d, int* major,
+                                                int* minor) {
+  (void)d;
+  *major = 9;
+  *minor = 0;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, void** d) {
+  for (unsigned i = 0; i < gpu_count(); ++i) {
+    char s[96];
+    nvmlDeviceGetUUID(&devices[i], s, sizeof s);
+    if (strcmp(s, uuid) == 0) {
+      *d = &devices[i];
+      return kSuccess;
+    }
+  }
+  return 6; /* NVML_ERROR_NOT_FOUND */
+}
+nvmlReturn_t nvmlDeviceIsMigDeviceHandle(void* d, unsigned* is_mig) {
+  (void)d;
+  *is_mig = 0;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetIndex(void* d, unsigned* index) {
+  *index = (unsigned)index_of(d);
+  return kSuccess;
+}
+static int event_set;
+nvmlReturn_t nvmlEventSetCreate(void** set) {
+  *set = &event_set;
+  return kSuccess;
+}
+nvmlReturn_t nvmlEventSetFree(void* set) {
+  (void)set;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(void* d,
+                                              unsigned long long* types) {
+  (void)d;
+  /* nvml.h: SingleBitEccError 0x1, DoubleBitEccError 0x2, XidCriticalError
+   * 0x8 */
+  *types = 0x1 | 0x2 | 0x8;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceRegisterEvents(void* d, unsigned long long types,
+                                      void* set) {
+  (void)d;
+  (void)types;
+  (void)set;
+  return kSuccess;
+}
+nvmlReturn_t nvmlEventSetWait_v2(void* set, void* data, unsigned timeout_ms) {
+  (void)set;
+  (void)data;
+  struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+  return 10; /* NVML_ERROR_TIMEOUT */
+}
+nvmlReturn_t nvmlEventSetWait(void* set, void* data, unsigned timeout_ms) {
+  return nvmlEventSetWait_v2(set, data, timeout_ms);
 }

@@ -135,6 +135,14 @@ func Start(o Options) (*Cluster, error) {
 			c.Stop()
 			return nil, err
 		}
+		// k3s's server labels its own node's role (a kubelet may not set
+		// node-role.kubernetes.io labels: NodeRestriction).
+		if n.Spec.Server {
+			if _, err := c.Kubectl("label", "node", n.Spec.Name, "node-role.kubernetes.io/control-plane=true"); err != nil {
+				c.Stop()
+				return nil, err
+			}
+		}
 	}
 	return c, nil
 }
@@ -327,6 +335,9 @@ func (c *Cluster) waitNodeReady(name string, limit time.Duration) error {
 		last = out
 		if err != nil {
 			last = err.Error()
+		}
+		if log := c.Node(name).Tail("logs/kubelet.log", 5); strings.Contains(log, `"command failed"`) {
+			break // the kubelet exited: no use waiting
 		}
 		time.Sleep(time.Second)
 	}

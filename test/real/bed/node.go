@@ -256,9 +256,6 @@ func (n *node) startAgent() error {
 		"--hostname-override=" + n.spec.Name,
 		"--node-ip=" + n.spec.IP,
 		"--v=1"}
-	if n.spec.Server {
-		args = append(args, "--node-labels=node-role.kubernetes.io/control-plane=true")
-	}
 	kubelet, err := n.start("kubelet", args...)
 	if err != nil {
 		ctrd.stop(10 * time.Second)
@@ -276,7 +273,13 @@ func (n *node) preloadImages() error {
 	ctr := func(args ...string) ([]byte, error) {
 		cmd := exec.Command(n.bin("ctr"), append([]string{"--address", containerdSocket, "-n", "k8s.io"}, args...)...)
 		cmd.Env = append(os.Environ(), n.pathEnv)
-		return cmd.CombinedOutput()
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output() // stdout only: ctr warns on stderr (cgroup v1)
+		if err != nil {
+			return []byte(stderr.String()), err
+		}
+		return out, nil
 	}
 	out, err := ctr("images", "ls", "-q", "labels.\"io.cattle.k3s.pinned\"==pinned")
 	if err != nil {

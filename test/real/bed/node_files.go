@@ -46,8 +46,8 @@ func layNodeFiles(s NodeSpec) error {
 	if err != nil {
 		return err
 	}
-	for _, tool := range []string{"k3s", "systemctl"} {
-		if err := copyFile(self, "/usr/local/bin/"+tool, 0o755); err != nil {
+	for _, tool := range []string{"bin/k3s", "bin/systemctl", "sbin/runc"} {
+		if err := copyFile(self, "/usr/local/"+tool, 0o755); err != nil {
 			return err
 		}
 	}

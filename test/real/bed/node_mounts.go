@@ -93,12 +93,14 @@ func makeDev(s NodeSpec) error {
 	if err := mount("tmpfs", "/dev", "tmpfs", syscall.MS_NOSUID, "mode=0755"); err != nil {
 		return err
 	}
-	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty", "kmsg"} {
-		if err := os.WriteFile("/dev/"+d, nil, 0o666); err != nil {
-			return err
+	// The character devices a container runtime and the kubelet open, with
+	// Linux's numbers (Documentation/admin-guide/devices.txt).
+	for name, dev := range map[string][2]uint32{"null": {1, 3}, "zero": {1, 5}, "full": {1, 7},
+		"random": {1, 8}, "urandom": {1, 9}, "kmsg": {1, 11}, "tty": {5, 0}} {
+		if err := syscall.Mknod("/dev/"+name, syscall.S_IFCHR|0o666, int(dev[0]<<8|dev[1])); err != nil {
+			return fmt.Errorf("mknod /dev/%s: %w", name, err)
 		}
-		// The machine's device, seen through the node's /dev.
-		if err := mount("/proc/1/root/dev/"+d, "/dev/"+d, "", syscall.MS_BIND, ""); err != nil {
+		if err := os.Chmod("/dev/"+name, 0o666); err != nil {
 			return err
 		}
 	}

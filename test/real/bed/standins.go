@@ -6,11 +6,13 @@ package bed
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -86,4 +88,69 @@ func Systemctl(args []string) (int, error) {
 		return 5, fmt.Errorf("%s", strings.TrimPrefix(line, "error: "))
 	}
 	return 1, fmt.Errorf("%s", strings.TrimPrefix(line, "error: "))
+}
+
+// Runc is Debian's runc, with one field of the OCI spec raised where this
+// machine refuses it. These machines withhold CAP_SYS_RESOURCE from root
+// (CapEff 000001fffeffffff), so no process may lower its oom_score_adj, and
+// runc fails every pod sandbox (containerd's CRI gives sandboxes -998) with
+// "failed to update /proc/self/oom_score_adj: Permission denied" and then
+// "can't get final child's PID from pipe: EOF". On `create`, a
+// process.oomScoreAdj below this process's own is raised to it; nothing
+// else changes. The node's PATH finds this runc first (/usr/local/sbin),
+// for containerd's runc shim and for the nvidia runtime alike.
+func Runc(args []string) (int, error) {
+	const real = "/usr/sbin/runc"
+	bundle := ""
+	creating := false
+	for i, a := range args {
+		switch {
+		case a == "create" || a == "run":
+			creating = true
+		case (a == "--bundle" || a == "-b") && i+1 < len(args):
+			bundle = args[i+1]
+		case strings.HasPrefix(a, "--bundle="):
+			bundle = strings.TrimPrefix(a, "--bundle=")
+		}
+	}
+	if creating && bundle != "" {
+		if err := raiseOOMScoreAdj(filepath.Join(bundle, "config.json")); err != nil {
+			return 1, err
+		}
+	}
+	return 0, syscall.Exec(real, append([]string{real}, args...), os.Environ())
+}
+
+func raiseOOMScoreAdj(path string) error {
+	own, err := os.ReadFile("/proc/self/oom_score_adj")
+	if err != nil {
+		return err
+	}
+	floor, err := strconv.Atoi(strings.TrimSpace(string(own)))
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var spec map[string]any
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return err
+	}
+	process, _ := spec["process"].(map[string]any)
+	adj, ok := process["oomScoreAdj"].(float64)
+	if !ok || int(adj) >= floor {
+		return nil
+	}
+	process["oomScoreAdj"] = floor
+	out, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".realbed"
+	if err := os.WriteFile(tmp, out, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

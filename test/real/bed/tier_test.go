@@ -106,6 +106,9 @@ func bundleOf(t *testing.T, e tier) (string, string) {
 		"--runtime", filepath.Join(e.bin, "nvidia-container-runtime"))
 	key := filepath.Join(dir, "publisher")
 	mustRun(t, e.gpunode, "bundle", "keygen", "--out", key)
+	if err := os.MkdirAll(filepath.Join(dir, "usb"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "usb", "gpunode-bundle")
 	mustRun(t, e.gpunode, "bundle", "create", "--out", out, "--image-archive", archive,
 		"--toolkit-packages", pkgs, "--sign-key", key+".key")

@@ -5,6 +5,7 @@
 //	k3s ctr ARGS             containerd's ctr on the node's containerd
 //	k3s kubectl ARGS         kubectl with k3s's admin kubeconfig
 //	systemctl VERB UNIT      restart, start, stop or is-active the node's k3s
+//	runc ARGS                Debian's runc, with what this machine refuses raised
 package main
 
 import (
@@ -31,6 +32,8 @@ func main() {
 		code, err = bed.K3s(args)
 	case "systemctl":
 		code, err = bed.Systemctl(args)
+	case "runc":
+		code, err = bed.Runc(args)
 	default:
 		err = fmt.Errorf("usage: realbed node SPEC.json | k3s ctr|kubectl ... | systemctl VERB UNIT")
 		code = 2
