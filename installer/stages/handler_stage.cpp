@@ -18,6 +18,15 @@
 namespace gpunode {
 namespace {
 
+// SystemdCgroup must match the cgroup driver k3s runs containers with,
+// which the runc runtime in the same file shows; k3s renders both from one
+// value (true only where systemd runs the node). Without a runc entry,
+// assume systemd (the k3s default on systemd).
+bool systemd_cgroup_wanted(const ContainerdConfig& config) {
+  const ContainerdRuntime* runc = config.runtime("runc");
+  return runc && runc->systemd_cgroup ? *runc->systemd_cgroup : true;
+}
+
 using std::chrono::milliseconds;
 
 constexpr std::string_view kRuncV2 = "io.containerd.runc.v2";
@@ -264,11 +273,7 @@ std::vector<Problem> runtime_problems(const Context& ctx, const Env& env,
     }
   }
 
-  // SystemdCgroup must match the cgroup driver k3s runs containers with,
-  // which the runc runtime in the same file shows; k3s renders both from one
-  // value. Without a runc entry, assume systemd (the k3s default on systemd).
-  const ContainerdRuntime* runc = config.runtime("runc");
-  const bool want = runc && runc->systemd_cgroup ? *runc->systemd_cgroup : true;
+  const bool want = systemd_cgroup_wanted(config);
   if (rt.systemd_cgroup != want) {
     Problem p;
     p.code = "handler.systemd-cgroup";
@@ -373,7 +378,9 @@ Check evaluate(Context& ctx, Env& env) {
           "start " + *env.ov.template_path +
               " with {{ template \"base\" . }} (k3s then adds the runtimes it "
               "finds), or add the nvidia runtime with BinaryName = \"" +
-              *found + "\" and SystemdCgroup = true to it; then " +
+              *found + "\" and SystemdCgroup = " +
+              (systemd_cgroup_wanted(*config) ? "true" : "false") +
+              " (as runc has it) to it; then " +
               env.systemctl("restart"));
     } else {
       Problem p{"handler.runtime-missing",

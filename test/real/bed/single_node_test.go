@@ -80,6 +80,12 @@ func TestRealSingleNode(t *testing.T) {
 		if got := allocatable(t, c, "gpu-server", "nvidia.com/gpu"); got != "0" {
 			t.Fatalf("allocatable nvidia.com/gpu after the rename is %q, want 0", got)
 		}
+		// ... and its capacity stays for the endpoint's grace period (5
+		// minutes: devicemanager endpointStopGracePeriod), as the sim has it
+		// (test/sim/k3ssim/node.py CAPACITY_GRACE_SECONDS).
+		if got := get(t, c, `{.status.capacity.nvidia\.com/gpu}`, "node", "gpu-server"); got != "8" {
+			t.Fatalf("capacity nvidia.com/gpu right after the rename is %q, want 8 (the grace period)", got)
+		}
 	}))
 	ok(t.Run("back to default prunes the ConfigMap", func(t *testing.T) {
 		install(t)
