@@ -31,11 +31,14 @@ status=0
 #   portable tree, not memory safety;
 # - the Ansible tests (label ansible) spend their minutes in ansible-playbook
 #   and sshd; every gpunode path they reach is one the e2e tests run here,
-#   against the same simulated nodes, so under ASan they only doubled CI.
+#   against the same simulated nodes, so under ASan they only doubled CI;
+# - the real tier (label real) proves gpunode against upstream Kubernetes,
+#   containerd and the device plugin; the gpunode paths it takes are the
+#   e2e tests' paths against the simulator, which run here.
 # run_reaped: as in scripts/test.sh, a test that leaves a process running
 # fails the run.
 (cd build-asan && mkdir -p Testing/Temporary &&
-  ./test/run_reaped ctest --output-on-failure --timeout 900 -LE 'package|ansible' \
+  ./test/run_reaped ctest --output-on-failure --timeout 900 -LE 'package|ansible|real' \
     -j "${GPUNODE_TEST_JOBS:-2}" "$@" 2>&1 |
   tee Testing/Temporary/gpunode-ctest-output.log) || status=$?
 (cd build-asan && bash ../scripts/test-summary.sh \

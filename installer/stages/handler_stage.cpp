@@ -380,8 +380,7 @@ Check evaluate(Context& ctx, Env& env) {
               "finds), or add the nvidia runtime with BinaryName = \"" +
               *found + "\" and SystemdCgroup = " +
               (systemd_cgroup_wanted(*config) ? "true" : "false") +
-              " (as runc has it) to it; then " +
-              env.systemctl("restart"));
+              " (as runc has it) to it; then " + env.systemctl("restart"));
     } else {
       Problem p{"handler.runtime-missing",
                 "containerd has no runtime nvidia although "

@@ -313,7 +313,8 @@ nvmlReturn_t nvmlDeviceRegisterEvents(void* d, unsigned long long types,
 nvmlReturn_t nvmlEventSetWait_v2(void* set, void* data, unsigned timeout_ms) {
   (void)set;
   (void)data;
-  struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+  struct timespec ts = {timeout_ms / 1000,
+                        (long)(timeout_ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
   return 10; /* NVML_ERROR_TIMEOUT */
 }
