@@ -40,7 +40,7 @@ components=(
   "containerd|0|containerd=github.com/containerd/containerd/v2/cmd/containerd ctr=github.com/containerd/containerd/v2/cmd/ctr containerd-shim-runc-v2=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
   "device-plugin|1|nvidia-device-plugin=github.com/NVIDIA/k8s-device-plugin/cmd/nvidia-device-plugin"
   "nvidia-runtime|1|nvidia-container-runtime=github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-container-runtime"
-  "bed|0|realbed=./cmd/realbed pause=./cmd/pause realbed.test=test:."
+  "bed|0|realbed=./cmd/realbed pause=./cmd/pause cuda-sample=./cmd/cuda-sample realbed.test=test:."
 )
 
 bin=$cache/bin

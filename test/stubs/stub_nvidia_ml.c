@@ -321,3 +321,32 @@ nvmlReturn_t nvmlEventSetWait_v2(void* set, void* data, unsigned timeout_ms) {
 nvmlReturn_t nvmlEventSetWait(void* set, void* data, unsigned timeout_ms) {
   return nvmlEventSetWait_v2(set, data, timeout_ms);
 }
+
+/* The device plugin's GetPreferredAllocation (go-gpuallocator v0.6.0,
+ * internal/links/device.go) reads how GPUs are linked: the H200 PCIe card
+ * has no NVLink (NOT_SUPPORTED, as NVML answers for a GPU without links),
+ * and two cards share a NUMA node (NVML_TOPOLOGY_NODE, 40). */
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(void* a, void* b, int* level) {
+  *level = a == b ? 0 /* NVML_TOPOLOGY_INTERNAL */ : 40;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetNvLinkState(void* d, unsigned link, int* active) {
+  (void)d;
+  (void)link;
+  (void)active;
+  return kNotSupported;
+}
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(void* d, unsigned link,
+                                                 nvmlPciInfo_t* pci) {
+  (void)d;
+  (void)link;
+  (void)pci;
+  return kNotSupported;
+}
+nvmlReturn_t nvmlDeviceGetP2PStatus(void* a, void* b, int index, int* status) {
+  (void)a;
+  (void)b;
+  (void)index;
+  *status = 4; /* NVML_P2P_STATUS_NOT_SUPPORTED */
+  return kSuccess;
+}

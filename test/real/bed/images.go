@@ -186,3 +186,14 @@ func DevicePluginArchive(bin, path string) error {
 	}
 	return img.WriteArchive(path)
 }
+
+// CUDASampleRef is the smoke stage's default image.
+const CUDASampleRef = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+
+// CUDASampleArchive is the stand-in for the CUDA sample (cmd/cuda-sample).
+func CUDASampleArchive(bin, path string) error {
+	return Image{Ref: CUDASampleRef, Files: map[string]string{"/cuda-samples/vectorAdd": filepath.Join(bin, "cuda-sample")},
+		Entrypoint: []string{"/cuda-samples/vectorAdd"},
+		// As NVIDIA's CUDA base images set them.
+		Env: []string{"NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"}}.WriteArchive(path)
+}

@@ -186,6 +186,9 @@ func (n *node) startControlPlane() error {
 		"--kubelet-client-certificate="+tls+"/apiserver-kubelet-client.crt",
 		"--kubelet-client-key="+tls+"/apiserver-kubelet-client.key",
 		"--kubelet-certificate-authority="+tls+"/ca.crt",
+		// k3s's choice (pkg/daemons/control/server.go): nodes are reached
+		// by address, not by a name no DNS here resolves.
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+tls+"/sa.pub",
 		"--service-account-signing-key-file="+tls+"/sa.key",

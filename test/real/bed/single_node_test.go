@@ -94,6 +94,12 @@ func TestRealSingleNode(t *testing.T) {
 			t.Fatalf("ConfigMap %s is still there after the switch to default", cm)
 		}
 	}))
+	ok(t.Run("--smoke runs the CUDA sample through the whole chain", func(t *testing.T) {
+		r := install(t, "--smoke")
+		if !strings.Contains(r.stderr, "Test PASSED") {
+			t.Fatalf("the smoke stage did not report the sample's Test PASSED:\n%s", r.stderr)
+		}
+	}))
 	ok(t.Run("a rerun writes nothing", func(t *testing.T) {
 		versions := func() string {
 			return get(t, c, "{.metadata.resourceVersion}", "daemonset", "-n", "kube-system", pluginDS) + " " +

@@ -101,6 +101,10 @@ func bundleOf(t *testing.T, e tier) (string, string) {
 	if err := DevicePluginArchive(e.bin, archive); err != nil {
 		t.Fatal(err)
 	}
+	sample := filepath.Join(dir, "cuda-sample.tar")
+	if err := CUDASampleArchive(e.bin, sample); err != nil {
+		t.Fatal(err)
+	}
 	pkgs := filepath.Join(dir, "packages")
 	mustRun(t, "bash", filepath.Join(e.tools, "make-toolkit-packages.sh"), pkgs,
 		"--runtime", filepath.Join(e.bin, "nvidia-container-runtime"))
@@ -111,7 +115,7 @@ func bundleOf(t *testing.T, e tier) (string, string) {
 	}
 	out := filepath.Join(dir, "usb", "gpunode-bundle")
 	mustRun(t, e.gpunode, "bundle", "create", "--out", out, "--image-archive", archive,
-		"--toolkit-packages", pkgs, "--sign-key", key+".key")
+		"--image-archive", sample, "--toolkit-packages", pkgs, "--sign-key", key+".key")
 	return out, key + ".pub"
 }
 
