@@ -81,5 +81,9 @@ for c in "${components[@]}"; do
     echo "build-components: built $name in $(cat "$out/.build-seconds")s" >&2
   fi
   for o in $outputs; do ln -sfn "$out/${o%%=*}" "$bin/${o%%=*}"; done
+  # Earlier builds of this component (another go.sum) are not used again.
+  for old in "$cache/$name"-*; do
+    [ "$old" = "$out" ] || rm -rf "$old"
+  done
 done
 echo "$bin"
