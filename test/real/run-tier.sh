@@ -18,7 +18,7 @@ export GPUNODE_REAL_BIN=$bin
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
-"$bin/realbed.test" -test.run "^${name}\$" -test.v -test.timeout 25m 2>&1 | tee "$log" || status=$?
+"$bin/realbed.test" -test.run "^${name}\$" -test.v -test.timeout "${GPUNODE_REAL_TEST_TIMEOUT:-25m}" 2>&1 | tee "$log" || status=$?
 if [ "$status" -eq 0 ] && grep -q -- '^--- SKIP' "$log" && ! grep -q -- '^--- PASS' "$log"; then
   exit 77
 fi

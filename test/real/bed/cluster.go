@@ -19,9 +19,10 @@ import (
 
 // NodeOptions is one node a test asks for.
 type NodeOptions struct {
-	Name   string
-	Server bool
-	GPUs   int
+	Name      string
+	Server    bool
+	GPUs      int
+	ExtraArgs map[string][]string // more flags, by service (NodeSpec.ExtraArgs)
 }
 
 // Options says where the parts are and which nodes to start.
@@ -110,7 +111,7 @@ func Start(o Options) (*Cluster, error) {
 		spec := NodeSpec{Name: n.Name, Server: n.Server, GPUs: n.GPUs, Index: i,
 			IP: fmt.Sprintf("10.211.0.%d", 10+i), ServerIP: server,
 			Dir: filepath.Join(o.Dir, "nodes", n.Name), Bin: o.Bin, PKI: pki.Dir,
-			Stubs: o.Stubs, Fixtures: o.Fixtures}
+			Stubs: o.Stubs, Fixtures: o.Fixtures, ExtraArgs: n.ExtraArgs}
 		node, err := c.startNode(spec)
 		if err != nil {
 			c.Stop()
@@ -161,6 +162,9 @@ func (c *Cluster) makePKI(server string) (*PKI, error) {
 		{"controller-manager", "system:kube-controller-manager", nil, nil},
 		{"scheduler", "system:kube-scheduler", nil, nil},
 		{"apiserver-kubelet-client", "system:kube-apiserver", []string{"system:masters"}, nil},
+		// The node stand-in of the scale benchmark (fleet.go): an identity
+		// of its own, so that the API's audit log tells its requests apart.
+		{"fleet", "realbed-fleet", []string{"system:masters"}, nil},
 		{"apiserver", "kube-apiserver", nil, []string{"127.0.0.1", server, "10.43.0.1", "localhost",
 			"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}},
 	}

@@ -120,6 +120,8 @@ func (n *node) start(name string, argv ...string) (*service, error) {
 		return nil, err
 	}
 	defer f.Close()
+	// A test's own flags for this service come last, so they win.
+	argv = append(argv, n.spec.ExtraArgs[name]...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), n.pathEnv)

@@ -13,6 +13,9 @@ type NodeSpec struct {
 	PKI      string `json:"pki"`       // the cluster's certificates
 	Stubs    string `json:"stubs"`     // libnvidia-ml.so.1 and libcuda.so.1 stand-ins
 	Fixtures string `json:"fixtures"`  // test/fixtures
+	// More flags for a service, by its name (kube-apiserver,
+	// kube-controller-manager, ...): a benchmark's settings.
+	ExtraArgs map[string][]string `json:"extra_args,omitempty"`
 }
 
 // Unit is the systemd unit k3s installs for this node's role.
