@@ -283,16 +283,20 @@ func (n *Node) Tail(log string, lines int) string {
 	return strings.Join(all, "\n")
 }
 
-func (n *Node) stop() {
-	if n.cmd.Process == nil {
+func (n *Node) stop() { stopGroup(n.cmd, n.done, 2*time.Minute) }
+
+// stopGroup ends a process started in a group of its own (Setpgid): SIGTERM,
+// and after grace SIGKILL to the whole group; done closes when it is reaped.
+func stopGroup(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration) {
+	if cmd.Process == nil {
 		return
 	}
-	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-n.done:
-	case <-time.After(2 * time.Minute):
-		_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
-		<-n.done
+	case <-done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
 	}
 }
 

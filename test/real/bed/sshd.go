@@ -129,15 +129,4 @@ Subsystem sftp internal-sftp
 }
 
 // Stop ends sshd and its sessions' process group.
-func (s *Sshd) Stop() {
-	if s.cmd.Process == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
-	}
-}
+func (s *Sshd) Stop() { stopGroup(s.cmd, s.done, 10*time.Second) }
