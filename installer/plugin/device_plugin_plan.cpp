@@ -54,10 +54,10 @@ std::string plugin_config_hash(const kube::json* configmap) {
 }
 
 std::string plugin_pods_path(const std::string& node) {
-  return std::string("/api/v1/namespaces/") + kPluginNamespace +
-         "/pods?labelSelector=name%3Dnvidia-device-plugin-ds&fieldSelector="
-         "spec.nodeName%3D" +
-         node;
+  std::string path = std::string("/api/v1/namespaces/") + kPluginNamespace +
+                     "/pods?labelSelector=name%3Dnvidia-device-plugin-ds";
+  if (!node.empty()) path += "&fieldSelector=spec.nodeName%3D" + node;
+  return path;
 }
 
 std::string daemonset_path() {

@@ -45,7 +45,8 @@ struct DevicePluginPlan {
 std::string plugin_config_hash(const kube::json* configmap);
 
 // The plugin pods on `node` (label and field selector: what the Node
-// authorizer lets the node's own identity list).
+// authorizer lets the node's own identity list); on every node when `node`
+// is empty.
 std::string plugin_pods_path(const std::string& node);
 
 std::string daemonset_path();

@@ -1,5 +1,7 @@
 #include "stages/allocatable_diagnosis.hpp"
 
+#include <algorithm>
+
 #include "gpu/below_driver.hpp"
 #include "plugin/gpu_nodes.hpp"
 #include "run/host_role.hpp"
@@ -32,6 +34,24 @@ std::string events_about(kube::Client& kube, const std::string& name,
 
 }  // namespace
 
+std::optional<std::string> PodLogs::tail(Context& ctx, kube::Client& kube,
+                                         const std::string& pod_name,
+                                         Deadline deadline) {
+  if (unreadable_) return std::nullopt;
+  const Deadline until =
+      std::min(deadline, ctx.host.clock().steady_now() + kBudget);
+  auto log = kube.get_text(std::string("/api/v1/namespaces/") +
+                               kPluginNamespace + "/pods/" + pod_name +
+                               "/log?tailLines=20",
+                           until);
+  if (log) return *log;
+  // Denied (403: the Node authorizer's identity) or gone (404) says nothing
+  // about the other pods' logs; a server error or a timeout does.
+  const int status = log.error().status;
+  if (status != 403 && status != 404) unreadable_ = true;
+  return std::nullopt;
+}
+
 bool Diagnosis::node_part() const {
   return layer == "driver" || layer == "toolkit" || layer == "handler" ||
          layer == "image";
@@ -40,7 +60,7 @@ bool Diagnosis::node_part() const {
 // Bottom-up: the first layer whose trouble shows in the cluster.
 std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
                                   const Expectation& want, const json& node,
-                                  Deadline deadline) {
+                                  Deadline deadline, PodLogs& logs) {
   // The node's own identity cannot read DaemonSets (RBAC NodeRules): a
   // missing pod then says the cluster part is missing.
   const bool admin = has_cluster_part(ctx.scope());
@@ -113,10 +133,7 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
         "gpunode install (the plugin stage applies the ConfigMap)"};
   }
   if (waiting == "CrashLoopBackOff") {
-    auto log =
-        kube.get_text(std::string("/api/v1/namespaces/") + kPluginNamespace +
-                          "/pods/" + pod_name + "/log?tailLines=20",
-                      deadline);
+    const auto log = logs.tail(ctx, kube, pod_name, deadline);
     return Diagnosis{"plugin",
                      "plugin pod " + pod_name + " is crash-looping" +
                          (log ? ": " + last_line(*log) : ""),
@@ -164,10 +181,7 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
                          std::string(kPluginDaemonSet)};
   }
   if (count == 0) {
-    auto log =
-        kube.get_text(std::string("/api/v1/namespaces/") + kPluginNamespace +
-                          "/pods/" + pod_name + "/log?tailLines=20",
-                      deadline);
+    const auto log = logs.tail(ctx, kube, pod_name, deadline);
     const bool nvml = log && log->find("NVML") != std::string::npos;
     return Diagnosis{
         nvml ? "handler" : "plugin",

@@ -33,8 +33,27 @@ struct Diagnosis {
   bool node_part() const;
 };
 
+// A plugin pod's last log lines, for the diagnoses of one pass over the
+// nodes: a hint, so each read gets a few seconds, not the run's deadline.
+// The API server fetches a log from the node's kubelet (port 10250); where
+// that is firewalled off, or no kubelet answers, every try is a 5xx that
+// the client would retry until the deadline (the real tier, issue 25: 56 s
+// of one check on one node's log, and one such wait per node). After one
+// read that failed so, none is tried again in the pass.
+class PodLogs {
+ public:
+  std::optional<std::string> tail(
+      Context& ctx, kube::Client& kube, const std::string& pod_name,
+      std::chrono::steady_clock::time_point deadline);
+
+ private:
+  static constexpr std::chrono::seconds kBudget{3};
+  bool unreadable_ = false;
+};
+
 std::optional<Diagnosis> diagnose(
     Context& ctx, kube::Client& kube, const Expectation& want,
-    const kube::json& node, std::chrono::steady_clock::time_point deadline);
+    const kube::json& node, std::chrono::steady_clock::time_point deadline,
+    PodLogs& logs);
 
 }  // namespace gpunode

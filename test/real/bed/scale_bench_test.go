@@ -149,6 +149,7 @@ func scaleRun(t *testing.T, e tier, bundle, key string, n int, hold time.Duratio
 		if r.exit != 0 {
 			t.Fatalf("gpunode: %v", r)
 		}
+		t.Logf("gpunode's output:\n%s%s", r.stdout, r.stderr)
 	}
 	res := scaleResult{wall: time.Since(start)}
 	fleet.mu.Lock()
@@ -156,6 +157,12 @@ func scaleRun(t *testing.T, e tier, bundle, key string, n int, hold time.Duratio
 	fleet.mu.Unlock()
 	if to.After(from) {
 		res.steadySeconds = to.Sub(from).Seconds()
+	}
+	if keep := os.Getenv("GPUNODE_BENCH_KEEP_AUDIT"); keep != "" {
+		// For a look at each request (verb, URI, time): a copy of the log.
+		if data, err := os.ReadFile(log); err == nil {
+			_ = os.WriteFile(fmt.Sprintf("%s-%d-%v.log", keep, n, peer), data, 0o644)
+		}
 	}
 	if res.requests, err = countAudit(log, from, to); err != nil {
 		t.Fatal(err)
