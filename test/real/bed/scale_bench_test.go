@@ -44,30 +44,66 @@ type auditCount struct {
 	verbs         map[string]int
 }
 
-func countAudit(path string, from, to time.Time) (auditCount, error) {
-	c := auditCount{verbs: map[string]int{}}
+// auditEvent is one request in the audit log (its ResponseComplete stage).
+type auditEvent struct {
+	Verb                     string
+	RequestURI               string
+	RequestReceivedTimestamp time.Time
+	StageTimestamp           time.Time
+}
+
+func readAudit(path string) ([]auditEvent, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return c, err
+		return nil, err
 	}
 	defer f.Close()
+	var events []auditEvent
 	scan := bufio.NewScanner(f)
 	scan.Buffer(make([]byte, 1<<20), 16<<20)
 	for scan.Scan() {
-		var ev struct {
-			Verb           string
-			StageTimestamp time.Time
-		}
+		var ev auditEvent
 		if err := json.Unmarshal(scan.Bytes(), &ev); err != nil {
-			return c, err
+			return nil, err
 		}
+		events = append(events, ev)
+	}
+	return events, scan.Err()
+}
+
+// steadyFrom is when the steady wait began: the later of `from` and the
+// runner's first watch (before it, the runner is still planning, applying,
+// or checking each node).
+func steadyFrom(events []auditEvent, from time.Time) time.Time {
+	var first time.Time
+	for _, ev := range events {
+		if ev.Verb == "watch" && (first.IsZero() || ev.RequestReceivedTimestamp.Before(first)) {
+			first = ev.RequestReceivedTimestamp
+		}
+	}
+	if first.After(from) {
+		return first
+	}
+	return from
+}
+
+// countAudit counts the requests: in all, by verb, and those that
+// completed in the steady wait, [steadyFrom, to), which it returns.
+func countAudit(path string, from, to time.Time) (auditCount, time.Time, error) {
+	c := auditCount{verbs: map[string]int{}}
+	events, err := readAudit(path)
+	if err != nil {
+		return c, from, err
+	}
+	from = steadyFrom(events, from)
+	for _, ev := range events {
 		c.total++
 		c.verbs[ev.Verb]++
 		if !ev.StageTimestamp.Before(from) && ev.StageTimestamp.Before(to) {
 			c.window++
 		}
 	}
-	return c, scan.Err()
+	return c, from, nil
 }
 
 func (c auditCount) verbText() string {
@@ -99,15 +135,18 @@ func (r scaleResult) steadyRate(n int) float64 {
 	return float64(r.requests.window) / float64(n) / r.steadySeconds
 }
 
-func scaleRun(t *testing.T, e tier, bundle, key string, n int, hold time.Duration, peer bool) scaleResult {
+// auditedFleet is a control plane whose audit log records the admin's
+// requests, and a fleet of n stand-in GPU nodes of 8 GPUs each, kept until
+// the test ends.
+func auditedFleet(t *testing.T, e tier, n int, hold time.Duration) (c *Cluster, fleet *Fleet, log string) {
 	t.Helper()
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "audit-policy.yaml")
-	log := filepath.Join(dir, "audit.log")
+	log = filepath.Join(dir, "audit.log")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := startCluster(t, e, NodeOptions{Name: "server", Server: true, ExtraArgs: map[string][]string{
+	c = startCluster(t, e, NodeOptions{Name: "server", Server: true, ExtraArgs: map[string][]string{
 		"kube-apiserver": {"--audit-policy-file=" + policy, "--audit-log-path=" + log,
 			"--audit-log-format=json", "--audit-log-maxsize=0", "--audit-log-mode=blocking",
 			// A large cluster's settings: the defaults (400/200 in flight)
@@ -122,11 +161,18 @@ func scaleRun(t *testing.T, e tier, bundle, key string, n int, hold time.Duratio
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	if err := fleet.CreateNodes(ctx); err != nil {
 		t.Fatal(err)
 	}
 	go fleet.Run(ctx)
+	return c, fleet, log
+}
+
+func scaleRun(t *testing.T, e tier, bundle, key string, n int, hold time.Duration, peer bool) scaleResult {
+	t.Helper()
+	c, fleet, log := auditedFleet(t, e, n, hold)
+	var err error
 	// What came before (the harness's own kubectl) is not the runner's.
 	if err := os.Truncate(log, 0); err != nil {
 		t.Fatal(err)
@@ -155,17 +201,17 @@ func scaleRun(t *testing.T, e tier, bundle, key string, n int, hold time.Duratio
 	fleet.mu.Lock()
 	from, to := fleet.AllRunning.Add(time.Second), fleet.Released
 	fleet.mu.Unlock()
-	if to.After(from) {
-		res.steadySeconds = to.Sub(from).Seconds()
-	}
 	if keep := os.Getenv("GPUNODE_BENCH_KEEP_AUDIT"); keep != "" {
 		// For a look at each request (verb, URI, time): a copy of the log.
 		if data, err := os.ReadFile(log); err == nil {
 			_ = os.WriteFile(fmt.Sprintf("%s-%d-%v.log", keep, n, peer), data, 0o644)
 		}
 	}
-	if res.requests, err = countAudit(log, from, to); err != nil {
+	if res.requests, from, err = countAudit(log, from, to); err != nil {
 		t.Fatal(err)
+	}
+	if to.After(from) {
+		res.steadySeconds = to.Sub(from).Seconds()
 	}
 	for _, name := range []string{fleet.Names[0], fleet.Names[n-1]} {
 		if got := allocatable(t, c, name, "nvidia.com/gpu"); got != "8" {
