@@ -465,9 +465,9 @@ Result<void> HttpClient::watch(
     // Rounded up: rounded down, a 5 s wait took a 4 s stream and then a
     // 1 s one (the real tier's audit log). The client ends the stream at
     // the deadline anyway.
-    const long server_seconds = std::clamp<long>(
-        static_cast<long>((remaining.count() + 999) / 1000), 1,
-        kMaxWatchSeconds);
+    const long server_seconds =
+        std::clamp<long>(static_cast<long>((remaining.count() + 999) / 1000), 1,
+                         kMaxWatchSeconds);
     std::string query = "watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
                         std::to_string(server_seconds);
     // Without a resourceVersion the server would replay every object as

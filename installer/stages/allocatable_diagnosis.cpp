@@ -40,10 +40,10 @@ std::optional<std::string> PodLogs::tail(Context& ctx, kube::Client& kube,
   if (unreadable_) return std::nullopt;
   const Deadline until =
       std::min(deadline, ctx.host.clock().steady_now() + kBudget);
-  auto log = kube.get_text(std::string("/api/v1/namespaces/") +
-                               kPluginNamespace + "/pods/" + pod_name +
-                               "/log?tailLines=20",
-                           until);
+  auto log =
+      kube.get_text(std::string("/api/v1/namespaces/") + kPluginNamespace +
+                        "/pods/" + pod_name + "/log?tailLines=20",
+                    until);
   if (log) return *log;
   // Denied (403: the Node authorizer's identity) or gone (404) says nothing
   // about the other pods' logs; a server error or a timeout does.

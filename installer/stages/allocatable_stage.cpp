@@ -288,12 +288,9 @@ class AllocatableStage : public Stage {
     return cluster_blocked(ctx, e, "allocatable.blocked");
   }
 
-  static std::optional<Diagnosis> diagnose_node(Context& ctx,
-                                                kube::Client& kube,
-                                                const Expectation& e,
-                                                const json& node,
-                                                Deadline deadline,
-                                                PodLogs& logs) {
+  static std::optional<Diagnosis> diagnose_node(
+      Context& ctx, kube::Client& kube, const Expectation& e, const json& node,
+      Deadline deadline, PodLogs& logs) {
     auto why = diagnose(ctx, kube, e, node, deadline, logs);
     // Another node's own layer is fixed there.
     if (why && !e.this_node && why->node_part())
@@ -394,9 +391,10 @@ class AllocatableStage : public Stage {
     for (const auto& pod : pods->value("items", json::array())) {
       if (!is_current(pod, plan)) continue;
       bool waiting = false;
-      for (const auto& c : pod["status"].value("containerStatuses",
-                                               json::array()))
-        waiting = waiting || c.value("state", json::object()).contains("waiting");
+      for (const auto& c :
+           pod["status"].value("containerStatuses", json::array()))
+        waiting =
+            waiting || c.value("state", json::object()).contains("waiting");
       if (!waiting) out[pod["spec"].value("nodeName", "")] = true;
     }
     return out;
