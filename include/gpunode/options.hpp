@@ -39,6 +39,10 @@ struct Options {
   // --variant, --replicas or --rename-shared (or a site setting) chose the
   // sharing; otherwise a node-scope run takes the cluster's.
   bool sharing_given = false;
+  // `status` given no sharing settings checks the cluster part against the
+  // settings the cluster runs (its DaemonSet), not the built-in default:
+  // a healthy time-slicing cluster is in place, not "would update".
+  bool sharing_from_cluster = false;
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
   std::vector<std::string> only;
   std::vector<std::string> skip;

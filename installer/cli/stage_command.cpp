@@ -39,6 +39,8 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
   }
   if (const CLI::Option* o = cmd.get_option_no_throw("--rename-shared"))
     options->sharing_given |= o->count() > 0;
+  options->sharing_from_cluster =
+      mode == RunMode::kStatus && !options->sharing_given;
   if (const CLI::Option* o = cmd.get_option_no_throw("--kubeconfig"))
     options->kubeconfig_given = o->count() > 0;
   // Debug logs (-vv) go to stderr, beside the human text.

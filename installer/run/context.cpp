@@ -143,7 +143,13 @@ Error no_plugin_pod_yet() {
 }  // namespace
 
 Result<Sharing> Context::sharing() {
-  if (opts.sharing_given || has_cluster_part(scope())) return opts.sharing;
+  if (opts.sharing_given) return opts.sharing;
+  if (has_cluster_part(scope())) {
+    if (!opts.sharing_from_cluster) return opts.sharing;
+    auto live = live_plugin();
+    if (!live) return live.error();
+    return *live ? (*live)->sharing : opts.sharing;  // none yet: the default
+  }
   auto live = live_plugin();
   if (!live) return live.error();
   if (!*live) return no_plugin_pod_yet();

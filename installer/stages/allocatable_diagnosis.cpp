@@ -4,6 +4,7 @@
 
 #include "gpu/below_driver.hpp"
 #include "plugin/gpu_nodes.hpp"
+#include "plugin/live_plugin.hpp"
 #include "run/host_role.hpp"
 #include "stages/smoke_diagnosis.hpp"
 
@@ -64,6 +65,9 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
   // The node's own identity cannot read DaemonSets (RBAC NodeRules): a
   // missing pod then says the cluster part is missing.
   const bool admin = has_cluster_part(ctx.scope());
+  // Whether the DaemonSet's template carries the wanted config: when not,
+  // a pod on other settings waits for the plugin stage, not a restart.
+  bool template_current = true;
   if (admin) {
     auto ds = kube.get(daemonset_path(), deadline);
     if (!ds) return Diagnosis{"cluster", ds.error().message, ds.error().fix};
@@ -71,6 +75,10 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
       return Diagnosis{"plugin", "the device plugin DaemonSet is not installed",
                        "gpunode install (without --skip plugin)"};
     }
+    const json& annotations = (**ds)["spec"]["template"]["metadata"].value(
+        "annotations", json::object());
+    template_current = annotations.value(kConfigHashAnnotation, "") ==
+                       want.plan->config_hash;
   }
   auto pods = kube.list(plugin_pods_path(want.node), deadline);
   if (!pods)
@@ -172,6 +180,16 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
         "(GEO_MLOPS_SERVING_GPU_RESOURCE)"};
   }
   const auto annotations = pod["metadata"].value("annotations", json::object());
+  if (annotations.value(kConfigHashAnnotation, "") != want.plan->config_hash &&
+      !template_current) {
+    return Diagnosis{"plugin",
+                     "the device plugin DaemonSet carries other settings "
+                     "than these (" +
+                         describe(want.plan->sharing) +
+                         "), and plugin pod " + pod_name + " runs them",
+                     "gpunode install --scope cluster with these settings "
+                     "(the plugin stage applies them)"};
+  }
   if (annotations.value(kConfigHashAnnotation, "") != want.plan->config_hash) {
     return Diagnosis{"plugin",
                      "plugin pod " + pod_name +

@@ -293,3 +293,55 @@ TEST_CASE("with --smoke, a CUDA Pod runs to Test PASSED and deletes it",
   Run pods = node.kubectl({"get", "pods", "-o", "name"});
   CHECK(pods.out.find("gpunode-smoke") == std::string::npos);
 }
+
+// The independent try of issue 25: a bare `status` on a healthy
+// time-slicing node said "would update DaemonSet (default variant)", exit
+// 1, with a restart as the fix; `plan` of a change not yet applied gave the
+// same restart. status given no settings takes the cluster's.
+TEST_CASE(
+    "a bare status takes the settings the cluster runs, in every variant, "
+    "plan of a change names install, not a restart",
+    "[e2e][cluster]") {
+  REQUIRE_PARTS();
+  struct Variant {
+    std::vector<std::string> flags;
+    std::string resource;
+    std::string count;
+  };
+  const std::vector<Variant> variants = {
+      {{}, "nvidia.com/gpu", "1"},
+      {{"--variant", "time-slicing", "--replicas", "4"}, "nvidia.com/gpu", "4"},
+      {{"--variant", "time-slicing", "--replicas", "4", "--rename-shared"},
+       "nvidia.com/gpu.shared",
+       "4"}};
+  for (const Variant& v : variants) {
+    const std::string name = v.flags.empty()       ? "default"
+                             : v.flags.size() == 4 ? "4"
+                                                   : "renamed";
+    DYNAMIC_SECTION("variant " << name) {
+      Node node;
+      REQUIRE(node.install(v.flags).exit_code == 0);
+      REQUIRE(node.allocatable(v.resource) == v.count);
+      node.sim->reset_stats();
+      Run status = node.gpunode({"status"});
+      INFO(status.err);
+      CHECK(status.exit_code == 0);
+      CHECK(status.err.find("would update") == std::string::npos);
+      CHECK(status.err.find("previous config") == std::string::npos);
+      CHECK(node.sim->stats()["writes"] == 0);
+
+      // A change of replicas only, on the resource the node serves.
+      std::vector<std::string> change = {"plan", "--variant", "time-slicing",
+                                         "--replicas", "2"};
+      if (v.resource != "nvidia.com/gpu") change.push_back("--rename-shared");
+      Run plan = node.gpunode(change);
+      INFO(plan.err);
+      CHECK(plan.err.find("rollout restart") == std::string::npos);
+      CHECK_THAT(plan.err,
+                 Catch::Contains("the device plugin DaemonSet carries other "
+                                 "settings than these"));
+      CHECK(node.sim->stats()["writes"] == 0);
+      CHECK(node.allocatable(v.resource) == v.count);
+    }
+  }
+}
