@@ -411,11 +411,18 @@ Result<VerifyReport> verify_bundle(const std::string& dir,
         break;
       }
     }
-    if (!report.signed_by_trusted_key)
-      return integrity(
+    if (!report.signed_by_trusted_key) {
+      // Often the wrong .pub, not a forged stick: say both.
+      Error e = integrity(
           "bundle.toml: signature does not match any trusted key "
           "(fingerprints: " +
           fingerprints(options.trust_keys) + ")");
+      e.fix =
+          "check that the trusted key (--trust-key, or the trusted keys "
+          "directory) is the bundle publisher's public key; if it is, get a "
+          "fresh copy of the bundle from its publisher";
+      return e;
+    }
   }
 
   auto manifest = parse_manifest(**text, dir + "/" + kManifestName);

@@ -20,6 +20,7 @@ constexpr const char* kFooter = R"(Exit codes:
   3  timed out waiting
   4  bundle integrity or signature failure
   5  cannot run (not root, or another run holds the lock)
+  130  stopped by Ctrl-C (SIGINT, SIGTERM or SIGHUP): rerun it to converge
 
 Run 'gpunode COMMAND --help' for a command's flags.)";
 

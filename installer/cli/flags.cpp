@@ -111,7 +111,10 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
       ->capture_default_str();
   cmd->add_option(
          "--kubeconfig", v.kubeconfig,
-         "Kubeconfig used to reach the cluster (a host path, under --root)")
+         "Kubeconfig used to reach the cluster (a host path, under "
+         "--root). Unless given, a node-scope run (the default on a k3s "
+         "agent) uses the kubelet's own, "
+         "/var/lib/rancher/k3s/agent/kubelet.kubeconfig")
       ->capture_default_str();
   cmd->add_option("--timeout", v.timeout,
                   "Give up after this long, e.g. 10m, 90s, 1h30m")

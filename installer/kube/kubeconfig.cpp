@@ -450,9 +450,8 @@ Result<Kubeconfig> load_kubeconfig(const FileSystem& fs,
   if (!info) {
     return Error{ExitCode::kBlocked, "kubeconfig",
                  host_path + " does not exist",
-                 "k3s writes it when the server starts (sudo systemctl status "
-                 "k3s); an agent node has none: pass --kubeconfig with a "
-                 "kubeconfig copied from a server node"};
+                 "check the path; k3s writes /etc/rancher/k3s/k3s.yaml when "
+                 "a server starts (sudo systemctl status k3s)"};
   }
   if (info->type == FileInfo::Type::kDirectory) {
     return malformed(host_path, "is a directory, not a kubeconfig file");

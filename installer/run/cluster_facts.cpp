@@ -46,6 +46,14 @@ Result<std::unique_ptr<kube::Client>> connect_cluster(
                  "--scope cluster"
                : "The cluster part needs an admin kubeconfig: run it on a "
                  "server, or pass --kubeconfig");
+    } else if (missing) {
+      // A path the operator named (--kubeconfig, GPUNODE_KUBECONFIG or
+      // config.toml): most likely a typo. Never "copy the admin's to this
+      // node": a GPU agent needs no admin credentials (README).
+      e.fix =
+          "check the path given as the kubeconfig (--kubeconfig or the site "
+          "setting gpunode config shows); on a GPU agent leave it out: the "
+          "node part uses the kubelet's own identity";
     }
     return kubelet_fix(e, path);
   }

@@ -77,8 +77,8 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
     }
     const json& annotations = (**ds)["spec"]["template"]["metadata"].value(
         "annotations", json::object());
-    template_current = annotations.value(kConfigHashAnnotation, "") ==
-                       want.plan->config_hash;
+    template_current =
+        annotations.value(kConfigHashAnnotation, "") == want.plan->config_hash;
   }
   auto pods = kube.list(plugin_pods_path(want.node), deadline);
   if (!pods)
@@ -185,8 +185,8 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
     return Diagnosis{"plugin",
                      "the device plugin DaemonSet carries other settings "
                      "than these (" +
-                         describe(want.plan->sharing) +
-                         "), and plugin pod " + pod_name + " runs them",
+                         describe(want.plan->sharing) + "), and plugin pod " +
+                         pod_name + " runs them",
                      "gpunode install --scope cluster with these settings "
                      "(the plugin stage applies them)"};
   }

@@ -185,6 +185,13 @@ TEST_CASE("bad inputs: kubeconfig", "[e2e][bad-inputs]") {
              {"--kubeconfig", "/etc/rancher/k3s/config.yaml/k3s.yaml"});
        },
        1, "/etc/rancher/k3s/config.yaml/k3s.yaml"},
+      // The independent try: a typo'd path was told to copy a server's
+      // admin kubeconfig to the node (which the README forbids).
+      {"--kubeconfig a path that does not exist", "good-v3", kNone,
+       [](Env& e) {
+         return e.install({"--kubeconfig", "/nope.yaml"});
+       },
+       1, "check the path given as the kubeconfig"},
   };
   run_table("kubeconfig", cases);
 }

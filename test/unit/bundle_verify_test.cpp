@@ -251,6 +251,12 @@ TEST_CASE("a signature by another key is refused", "[bundle]") {
   expect_refused(b, o,
                  {"signature does not match any trusted key",
                   key_fingerprint(other->public_pem)});
+  // The independent try: the wrong .pub is the likely cause, and the fix
+  // says so before it sends the operator after a new stick.
+  auto r = verify_bundle(b.dir, o);
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error().fix, Catch::Contains("--trust-key"));
+  CHECK_THAT(r.error().fix, Catch::Contains("publisher's public key"));
 }
 
 TEST_CASE("an unsigned bundle is refused when a key is trusted", "[bundle]") {

@@ -46,9 +46,35 @@ type Cluster struct {
 	Opts       Options
 	Nodes      []*Node
 	Kubeconfig string // the admin's, on the machine (server at 10.211.0.10)
+	machine    *os.File
 }
 
 const bridgeName = "realbed0"
+
+// machineLock is held while a cluster exists: the bridge, its addresses and
+// the nodes' veth names are the machine's, so a second cluster (another
+// checkout's tests beside CI's) waits for the first instead of deleting its
+// bridge under it (the independent try of issue 25 did exactly that).
+const machineLock = "/run/gpunode-realbed.lock"
+
+func lockMachine() (*os.File, error) {
+	f, err := os.OpenFile(machineLock, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == syscall.EWOULDBLOCK {
+		fmt.Fprintf(os.Stderr, "realbed: another real-tier cluster runs on this machine (%s): waiting for it\n", machineLock)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+	} else if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
 
 func run(argv ...string) error {
 	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
@@ -60,7 +86,18 @@ func run(argv ...string) error {
 
 // Start brings the cluster up and waits until every node is Ready.
 func Start(o Options) (*Cluster, error) {
-	c := &Cluster{Opts: o}
+	machine, err := lockMachine()
+	if err != nil {
+		return nil, fmt.Errorf("the machine's real-tier lock: %w", err)
+	}
+	c := &Cluster{Opts: o, machine: machine}
+	started := false
+	defer func() {
+		if !started && c.machine != nil { // an early return: no Stop
+			c.machine.Close()
+			c.machine = nil
+		}
+	}()
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -85,8 +122,9 @@ func Start(o Options) (*Cluster, error) {
 	if err := os.WriteFile(c.Kubeconfig, []byte(admin), 0o600); err != nil {
 		return nil, err
 	}
-	_ = run("ip", "link", "del", bridgeName) // a crashed run's
+	_ = run("ip", "link", "del", bridgeName) // a crashed run's: the lock is ours
 	if err := run("ip", "link", "add", bridgeName, "type", "bridge"); err != nil {
+		c.Stop()
 		return nil, err
 	}
 	if err := run("ip", "addr", "add", "10.211.0.1/24", "dev", bridgeName); err != nil {
@@ -145,6 +183,7 @@ func Start(o Options) (*Cluster, error) {
 			}
 		}
 	}
+	started = true
 	return c, nil
 }
 
@@ -317,6 +356,10 @@ func (c *Cluster) Stop() {
 	_ = run("ip", "link", "del", bridgeName)
 	if os.Getenv("GPUNODE_REAL_KEEP") != "1" {
 		_ = os.RemoveAll(c.Opts.Dir)
+	}
+	if c.machine != nil {
+		c.machine.Close() // releases the flock
+		c.machine = nil
 	}
 }
 
