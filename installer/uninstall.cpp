@@ -80,13 +80,17 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
   };
   if (!has_cluster_part(ctx.scope())) {
     // The node part's uninstall (an agent, the kubelet's identity): the
-    // cluster's objects serve every GPU node and stay; this node's GPU
-    // labels go (server-side apply of none, as the manager that set them),
-    // so the DaemonSet leaves it.
+    // cluster's objects serve every GPU node and stay.
     report.info("uninstall",
                 "the DaemonSet, ConfigMap and RuntimeClass serve every GPU "
                 "node: kept (gpunode uninstall on a server removes them)");
     owned.clear();
+  }
+  if (has_node_part(ctx.scope())) {
+    // This node's GPU labels go (server-side apply of none, as the manager
+    // that set them), so the DaemonSet leaves it: on an agent, and on a
+    // single-node server too (the independent try of issue 25 found them
+    // left there, unmentioned).
     auto node = ctx.node();
     if (!node) return fail(node.error());
     auto cleared = (*kube)->apply(
@@ -99,6 +103,11 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
     if (!cleared) return fail(cleared.error());
     report.info("uninstall", "node " + *node + ": GPU labels removed");
     outcomes.push_back({"labels", "removed"});
+  } else {
+    report.info("uninstall",
+                "each GPU node's own labels (nvidia.com/gpu.present, "
+                "nvidia.com/gpu.count) stay: gpunode uninstall on that node "
+                "removes them");
   }
   for (const auto& o : owned) {
     auto live = (*kube)->get(o.path, ctx.deadline);

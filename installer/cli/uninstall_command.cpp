@@ -16,7 +16,8 @@ void register_uninstall(CLI::App& app, CommandIo& io) {
                          "DaemonSet and ConfigMap, the "
                          "RuntimeClass if gpunode created it, and the device "
                          "plugin image and the CUDA sample (unless "
-                         "--keep-image). "
+                         "--keep-image), and this node's GPU labels; on an "
+                         "agent (--scope node) only the labels and images. "
                          "Leaves the driver, the toolkit and k3s alone.");
   add_flags(cmd, *flags, FlagSet::kUninstall);
   cmd->add_flag("--keep-image", *keep_image,

@@ -263,6 +263,15 @@ TEST_CASE("uninstall removes what gpunode made and keeps what it did not",
                                     "vectoradd-cuda12.5.0: removed"));
   CHECK_THAT(r.out,
              Catch::Contains(R"({"stage":"smoke-image","status":"removed"})"));
+  // The node's GPU labels go too (the independent try of issue 25: a
+  // single-node server's uninstall left them).
+  const auto labels =
+      node.sim->object("/api/v1/nodes/gpu-node-1")["metadata"].value(
+          "labels", json::object());
+  CHECK_FALSE(labels.contains("nvidia.com/gpu.present"));
+  CHECK_FALSE(labels.contains("nvidia.com/gpu.count"));
+  CHECK_THAT(r.out,
+             Catch::Contains(R"({"stage":"labels","status":"removed"})"));
 
   // k3s's own RuntimeClass (runtimes.yaml) carries no gpunode label: kept.
   const std::string rc = node.dir.path() + "/rc.yaml";

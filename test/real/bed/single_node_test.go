@@ -139,5 +139,10 @@ func TestRealSingleNode(t *testing.T) {
 		if strings.Contains(string(out), DevicePluginRef) {
 			t.Errorf("the device plugin image is still in containerd after uninstall:\n%s", out)
 		}
+		// The node's GPU labels go too (the independent try of issue 25
+		// found a single-node server's uninstall leaving them).
+		if got := get(t, c, `{.metadata.labels.nvidia\.com/gpu\.present}`, "node", "gpu-server"); got != "" {
+			t.Errorf("nvidia.com/gpu.present is still %q after uninstall", got)
+		}
 	})
 }
