@@ -374,12 +374,16 @@ TEST_CASE("bad kubeconfigs are named with file, key and error class",
 TEST_CASE("loading: missing, a directory, unreadable", "[kube]") {
   TempDir t;
   auto fs = make_rooted_file_system(t.path());
-  SECTION("missing: k3s not started, or an agent node") {
+  SECTION("missing: k3s not started, or a typo") {
     auto r = kube::load_kubeconfig(*fs, kSource);
     REQUIRE_FALSE(r);
     CHECK(r.error().exit == ExitCode::kBlocked);
     CHECK_THAT(r.error().message, Catch::Contains(kSource + " does not exist"));
-    CHECK_THAT(r.error().fix, Catch::Contains("agent node"));
+    // The loader's own fix is neutral (run/cluster_facts.cpp fits it to
+    // the path and the scope): never "copy the admin's to this node"
+    // (the independent try of issue 25).
+    CHECK_THAT(r.error().fix, Catch::Contains("check the path"));
+    CHECK(r.error().fix.find("copied from a server") == std::string::npos);
   }
   SECTION("a directory") {
     write_text(t.path() + kSource + "/x", "");
