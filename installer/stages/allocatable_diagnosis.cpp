@@ -180,17 +180,18 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
         "(GEO_MLOPS_SERVING_GPU_RESOURCE)"};
   }
   const auto annotations = pod["metadata"].value("annotations", json::object());
-  if (annotations.value(kConfigHashAnnotation, "") != want.plan->config_hash &&
-      !template_current) {
-    return Diagnosis{"plugin",
-                     "the device plugin DaemonSet carries other settings "
-                     "than these (" +
-                         describe(want.plan->sharing) + "), and plugin pod " +
-                         pod_name + " runs them",
-                     "gpunode install --scope cluster with these settings "
-                     "(the plugin stage applies them)"};
-  }
   if (annotations.value(kConfigHashAnnotation, "") != want.plan->config_hash) {
+    // A template on other settings waits for the plugin stage; a pod left
+    // behind by a current template, for a restart.
+    if (!template_current) {
+      return Diagnosis{"plugin",
+                       "the device plugin DaemonSet carries other settings "
+                       "than these (" +
+                           describe(want.plan->sharing) + "), and plugin pod " +
+                           pod_name + " runs them",
+                       "gpunode install --scope cluster with these settings "
+                       "(the plugin stage applies them)"};
+    }
     return Diagnosis{"plugin",
                      "plugin pod " + pod_name +
                          " still runs the previous config (the plugin "

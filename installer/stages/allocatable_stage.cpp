@@ -9,6 +9,7 @@
 // cluster shows (stages/allocatable_diagnosis.hpp).
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "gpunode/text.hpp"
 #include "plugin/device_plugin_plan.hpp"
@@ -175,7 +176,7 @@ class AllocatableStage : public Stage {
       // with the nodes (the real tier's scale benchmark, issue 25).
       const auto look_until =
           std::min(ctx.deadline, ctx.host.clock().steady_now() + kRelist);
-      std::optional<std::map<std::string, bool>> progressing;
+      std::optional<std::set<std::string>> progressing;
       PodLogs logs;
       for (const Expectation& e : want->nodes) {
         if (e.this_node || done[e.node] || !last.count(e.node)) continue;
@@ -383,11 +384,11 @@ class AllocatableStage : public Stage {
 
   // The nodes whose plugin pod is current and none of its containers waits
   // (no pull, crash or config trouble): one list of every plugin pod.
-  static Result<std::map<std::string, bool>> progressing_nodes(
+  static Result<std::set<std::string>> progressing_nodes(
       kube::Client& kube, const DevicePluginPlan& plan, Deadline deadline) {
     auto pods = kube.list(plugin_pods_path(""), deadline);
     if (!pods) return pods.error();
-    std::map<std::string, bool> out;
+    std::set<std::string> out;
     for (const auto& pod : pods->value("items", json::array())) {
       if (!is_current(pod, plan)) continue;
       bool waiting = false;
@@ -395,7 +396,7 @@ class AllocatableStage : public Stage {
            pod["status"].value("containerStatuses", json::array()))
         waiting =
             waiting || c.value("state", json::object()).contains("waiting");
-      if (!waiting) out[pod["spec"].value("nodeName", "")] = true;
+      if (!waiting) out.insert(pod["spec"].value("nodeName", ""));
     }
     return out;
   }
