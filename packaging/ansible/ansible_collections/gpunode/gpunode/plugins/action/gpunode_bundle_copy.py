@@ -28,6 +28,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import fcntl
 import os
 import re
 import shlex
@@ -264,17 +265,30 @@ class ActionModule(ActionBase):
     # -- the transfer ------------------------------------------------------
 
     def _cached_tar(self, src, sha256, cache):
-        """One tar a bundle.toml, made under another name and renamed, so a
-        tar cut short is never taken for a whole one by a later run."""
+        """One tar a bundle.toml. Ansible's forks copy to many hosts at once,
+        so the first to come makes it under the cache's lock and the others
+        wait for it, then take it; it is made under a name of its own and
+        renamed, so a tar cut short is never taken for a whole one."""
         cache = os.path.expanduser(cache or '~/.cache/gpunode')
         os.makedirs(cache, mode=0o700, exist_ok=True)
         path = os.path.join(cache, 'bundle-%s.tar' % sha256)
-        if not os.path.isfile(path):
-            partial = path + '.partial'
-            with open(partial, 'wb') as out:
-                subprocess.run(tar_command(src), stdout=out,
-                               stderr=subprocess.DEVNULL, check=True)
-            os.replace(partial, path)
+        lock = os.open(os.path.join(cache, '.lock'),
+                       os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not os.path.isfile(path):
+                fd, partial = tempfile.mkstemp(prefix='.bundle-', suffix='.partial',
+                                               dir=cache)
+                try:
+                    with os.fdopen(fd, 'wb') as out:
+                        subprocess.run(tar_command(src), stdout=out,
+                                       stderr=subprocess.DEVNULL, check=True)
+                    os.replace(partial, path)
+                except BaseException:
+                    os.unlink(partial)
+                    raise
+        finally:
+            os.close(lock)
         return path
 
     def _transfer(self, src, dest, sha256, cache):

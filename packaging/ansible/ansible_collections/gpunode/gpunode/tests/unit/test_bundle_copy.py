@@ -150,6 +150,52 @@ class NodeSideTest(unittest.TestCase):
         self.assertFalse(os.path.exists('pwned'))
 
 
+class CachedTarTest(unittest.TestCase):
+    """The transfer's controller-side tar, made by many forks at once (CI
+    once saw the second host's rename fail: both wrote one .partial)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.src = os.path.join(self.dir, 'src')
+        os.makedirs(os.path.join(self.src, 'bin'))
+        for rel, size in (('bundle.toml', 12), ('bin/gpunode', 4 << 20)):
+            with open(os.path.join(self.src, rel), 'wb') as f:
+                f.write(os.urandom(size))
+        self.cache = os.path.join(self.dir, 'cache')
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def make_in_children(self, count):
+        pids = []
+        for _ in range(count):
+            pid = os.fork()
+            if pid == 0:  # the child: one fork of Ansible's, one host
+                code = 1
+                try:
+                    got = copy.ActionModule._cached_tar(None, self.src, SHA, self.cache)
+                    code = 0 if got.endswith('bundle-%s.tar' % SHA) else 2
+                finally:
+                    os._exit(code)
+            pids.append(pid)
+        return [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]
+
+    def test_many_hosts_at_once_share_one_whole_tar(self):
+        self.assertEqual(self.make_in_children(8), [0] * 8)
+        made = os.path.join(self.cache, 'bundle-%s.tar' % SHA)
+        unpacked = os.path.join(self.dir, 'unpacked')
+        os.makedirs(unpacked)
+        subprocess.run(['tar', '-x', '-f', made, '-C', unpacked], check=True)
+        self.assertEqual(tree(unpacked), tree(self.src))
+        self.assertEqual(sorted(os.listdir(self.cache)),
+                         ['.lock', 'bundle-%s.tar' % SHA])
+
+    def test_a_failed_tar_leaves_no_partial_and_no_tar(self):
+        with self.assertRaises(subprocess.CalledProcessError):
+            copy.ActionModule._cached_tar(None, self.src + '/none', SHA, self.cache)
+        self.assertEqual(os.listdir(self.cache), ['.lock'])
+
+
 class SshCommandTest(unittest.TestCase):
     def test_own_session_uncompressed(self):
         built = [b'ssh', b'-C', b'-o', b'ControlMaster=auto', b'-o',
