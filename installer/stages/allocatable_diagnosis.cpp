@@ -23,14 +23,8 @@ std::string last_line(std::string s) {
   return nl == std::string::npos ? s : s.substr(nl + 1);
 }
 
-// "reason: message" lines of the events about one object (the DaemonSet or
-// a pod) in the plugin's namespace, read as the smoke stage reads its Pod's.
-std::string events_about(kube::Client& kube, const std::string& name,
-                         Deadline deadline) {
-  std::string text;
-  for (const auto& e : read_pod_events(kube, kPluginNamespace, name, deadline))
-    text += e.reason + ": " + e.message + "\n";
-  return text;
+std::string event_text(const std::string& reason, const std::string& message) {
+  return reason + ": " + message + "\n";
 }
 
 }  // namespace
@@ -53,15 +47,65 @@ std::optional<std::string> PodLogs::tail(Context& ctx, kube::Client& kube,
   return std::nullopt;
 }
 
+Result<std::optional<json>> ClusterPass::daemonset() {
+  if (!daemonset_) daemonset_ = kube_.get(daemonset_path(), deadline_);
+  return *daemonset_;
+}
+
+Result<std::vector<json>> ClusterPass::pods_on(const std::string& node) {
+  if (!many_) {
+    auto pods = kube_.list(plugin_pods_path(node), deadline_);
+    if (!pods) return pods.error();
+    return pods->value("items", json::array()).get<std::vector<json>>();
+  }
+  if (!pods_by_node_) {
+    auto pods = kube_.list(plugin_pods_path(""), deadline_);
+    if (!pods) return pods.error();
+    pods_by_node_.emplace();
+    for (const auto& pod : pods->value("items", json::array()))
+      (*pods_by_node_)[pod["spec"].value("nodeName", "")].push_back(pod);
+  }
+  const auto it = pods_by_node_->find(node);
+  return it == pods_by_node_->end() ? std::vector<json>() : it->second;
+}
+
+std::string ClusterPass::events_about(const std::string& name) {
+  if (const auto it = events_.find(name); it != events_.end())
+    return it->second;
+  if (namespace_events_) {
+    const auto it = namespace_events_->find(name);
+    return it == namespace_events_->end() ? "" : it->second;
+  }
+  if (!many_ || static_cast<int>(events_.size()) < kEventReads) {
+    std::string text;
+    for (const auto& e :
+         read_pod_events(kube_, kPluginNamespace, name, deadline_))
+      text += event_text(e.reason, e.message);
+    return events_[name] = text;
+  }
+  // Many nodes in trouble: one list of the namespace's events serves them.
+  namespace_events_.emplace();
+  auto listed = kube_.list(
+      std::string("/api/v1/namespaces/") + kPluginNamespace + "/events",
+      deadline_);
+  if (listed) {
+    for (const auto& e : listed->value("items", json::array())) {
+      (*namespace_events_)[e["involvedObject"].value("name", "")] +=
+          event_text(e.value("reason", ""), e.value("message", ""));
+    }
+  }
+  return events_about(name);
+}
+
 bool Diagnosis::node_part() const {
   return layer == "driver" || layer == "toolkit" || layer == "handler" ||
          layer == "image";
 }
 
 // Bottom-up: the first layer whose trouble shows in the cluster.
-std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
-                                  const Expectation& want, const json& node,
-                                  Deadline deadline, PodLogs& logs) {
+std::optional<Diagnosis> diagnose(ClusterPass& pass, const Expectation& want,
+                                  const json& node) {
+  Context& ctx = pass.ctx();
   // The node's own identity cannot read DaemonSets (RBAC NodeRules): a
   // missing pod then says the cluster part is missing.
   const bool admin = has_cluster_part(ctx.scope());
@@ -69,7 +113,7 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
   // a pod on other settings waits for the plugin stage, not a restart.
   bool template_current = true;
   if (admin) {
-    auto ds = kube.get(daemonset_path(), deadline);
+    auto ds = pass.daemonset();
     if (!ds) return Diagnosis{"cluster", ds.error().message, ds.error().fix};
     if (!*ds) {
       return Diagnosis{"plugin", "the device plugin DaemonSet is not installed",
@@ -80,12 +124,12 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
     template_current =
         annotations.value(kConfigHashAnnotation, "") == want.plan->config_hash;
   }
-  auto pods = kube.list(plugin_pods_path(want.node), deadline);
+  auto pods = pass.pods_on(want.node);
   if (!pods)
     return Diagnosis{"cluster", pods.error().message, pods.error().fix};
-  const auto items = pods->value("items", json::array());
+  const std::vector<json>& items = *pods;
   if (items.empty()) {
-    const std::string events = events_about(kube, kPluginDaemonSet, deadline);
+    const std::string events = pass.events_about(kPluginDaemonSet);
     if (events.find("RuntimeClass") != std::string::npos) {
       return Diagnosis{
           "runtimeclass",
@@ -105,7 +149,7 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
   }
   const json& pod = items.front();
   const std::string pod_name = pod["metadata"].value("name", "");
-  const std::string events = events_about(kube, pod_name, deadline);
+  const std::string events = pass.events_about(pod_name);
   std::string waiting, waiting_message;
   for (const auto& cs :
        pod["status"].value("containerStatuses", json::array())) {
@@ -141,7 +185,7 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
         "gpunode install (the plugin stage applies the ConfigMap)"};
   }
   if (waiting == "CrashLoopBackOff") {
-    const auto log = logs.tail(ctx, kube, pod_name, deadline);
+    const auto log = pass.log_tail(pod_name);
     return Diagnosis{"plugin",
                      "plugin pod " + pod_name + " is crash-looping" +
                          (log ? ": " + last_line(*log) : ""),
@@ -200,7 +244,7 @@ std::optional<Diagnosis> diagnose(Context& ctx, kube::Client& kube,
                          std::string(kPluginDaemonSet)};
   }
   if (count == 0) {
-    const auto log = logs.tail(ctx, kube, pod_name, deadline);
+    const auto log = pass.log_tail(pod_name);
     const bool nvml = log && log->find("NVML") != std::string::npos;
     return Diagnosis{
         nvml ? "handler" : "plugin",

@@ -6,8 +6,10 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gpunode/kube.hpp"
 #include "gpunode/stage.hpp"
@@ -51,9 +53,49 @@ class PodLogs {
   bool unreadable_ = false;
 };
 
-std::optional<Diagnosis> diagnose(
-    Context& ctx, kube::Client& kube, const Expectation& want,
-    const kube::json& node, std::chrono::steady_clock::time_point deadline,
-    PodLogs& logs);
+// What one pass over the nodes reads of the cluster, each read once: the
+// plugin's DaemonSet, its pods, the events about an object and pods' logs.
+// Over many nodes (the cluster part) the pods are one list for all nodes
+// and the events at most kEventReads lists and then one of the namespace,
+// so a pass costs a few requests, not a few a node (the real tier's scale
+// benchmark, issue 25: about 5 requests a short node, 5,000 before the
+// wait at 1,000 nodes). Over one node, that node's own pods: what the node
+// part's identity reads, and the least there is to read.
+class ClusterPass {
+ public:
+  ClusterPass(Context& ctx, kube::Client& kube, bool many,
+              std::chrono::steady_clock::time_point deadline)
+      : ctx_(ctx), kube_(kube), many_(many), deadline_(deadline) {}
+
+  Context& ctx() { return ctx_; }
+  kube::Client& kube() { return kube_; }
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
+  // The DaemonSet; nullopt when it is not installed.
+  Result<std::optional<kube::json>> daemonset();
+  // The plugin's pods scheduled on NODE.
+  Result<std::vector<kube::json>> pods_on(const std::string& node);
+  // "reason: message" lines of the events about one object in the plugin's
+  // namespace; empty when none, or none can be read.
+  std::string events_about(const std::string& name);
+  std::optional<std::string> log_tail(const std::string& pod_name) {
+    return logs_.tail(ctx_, kube_, pod_name, deadline_);
+  }
+
+ private:
+  static constexpr int kEventReads = 8;
+
+  Context& ctx_;
+  kube::Client& kube_;
+  const bool many_;
+  const std::chrono::steady_clock::time_point deadline_;
+  std::optional<Result<std::optional<kube::json>>> daemonset_;
+  std::optional<std::map<std::string, std::vector<kube::json>>> pods_by_node_;
+  std::map<std::string, std::string> events_;
+  std::optional<std::map<std::string, std::string>> namespace_events_;
+  PodLogs logs_;
+};
+
+std::optional<Diagnosis> diagnose(ClusterPass& pass, const Expectation& want,
+                                  const kube::json& node);
 
 }  // namespace gpunode

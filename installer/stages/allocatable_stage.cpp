@@ -31,8 +31,6 @@ constexpr milliseconds kRelist = std::chrono::seconds(5);
 // Saying why the wait failed, after the run's deadline.
 constexpr milliseconds kDiagnosisTime = std::chrono::seconds(10);
 
-using Deadline = std::chrono::steady_clock::time_point;
-
 // What the run expects, and of which nodes it cannot say (a node that
 // serves GPUs or is labelled present, but carries no count).
 struct Expectations {
@@ -63,20 +61,37 @@ class AllocatableStage : public Stage {
     auto kube = ctx.cluster();
     if (!kube) return as_blocked(ctx, kube.error());
     Findings found;
-    PodLogs logs;
     json facts = json::array();
     const bool many = want->nodes.size() > 1;
+    ClusterPass pass(ctx, **kube, many, ctx.deadline);
+    // Many nodes: one list of the Nodes, as of the plugin's pods (pass).
+    std::map<std::string, json> listed;
+    if (many) {
+      auto nodes = (*kube)->list("/api/v1/nodes", ctx.deadline);
+      if (!nodes) return as_blocked(ctx, nodes.error());
+      for (auto& n : (*nodes)["items"]) {
+        const std::string name = n["metadata"].value("name", "");
+        listed[name] = std::move(n);
+      }
+    }
     for (const Expectation& e : want->nodes) {
-      auto node = (*kube)->get("/api/v1/nodes/" + e.node, ctx.deadline);
-      if (!node) return as_blocked(ctx, node.error());
-      if (!*node) {
+      std::optional<json> node;
+      if (many) {
+        if (auto it = listed.find(e.node); it != listed.end())
+          node = it->second;
+      } else {
+        auto got = (*kube)->get("/api/v1/nodes/" + e.node, ctx.deadline);
+        if (!got) return as_blocked(ctx, got.error());
+        node = std::move(*got);
+      }
+      if (!node) {
         const Error err =
             node_not_in_cluster(ctx, **kube, e.node, ctx.deadline);
         return blocked("allocatable.no-node", err.message, err.fix, err.exit);
       }
-      auto current = pods_current(**kube, e, ctx.deadline);
+      auto current = pods_current(pass, e);
       if (!current) return as_blocked(ctx, current.error());
-      const auto have = advertised(**node, e.plan->resource);
+      const auto have = advertised(*node, e.plan->resource);
       const bool done = have && *have == e.count() && *current;
       json f{{"node", e.node},
              {"this_node", e.this_node},
@@ -94,8 +109,7 @@ class AllocatableStage : public Stage {
                                  (have ? std::to_string(*have) : "none") +
                                  ", not yet " + std::to_string(e.count()));
         // Say now what stands in the way; `status` shows it, `install` waits.
-        if (auto why =
-                diagnose_node(ctx, **kube, e, **node, ctx.deadline, logs)) {
+        if (auto why = diagnose_node(pass, e, *node)) {
           f["cause"] = {{"layer", why->layer},
                         {"message", why->message},
                         {"fix", why->fix}};
@@ -136,11 +150,24 @@ class AllocatableStage : public Stage {
         if (!done[e.node] && !stuck.count(e.node)) return false;
       return true;
     };
+    auto reached = [&](const Expectation& e) {
+      const auto it = last.find(e.node);
+      if (it == last.end()) return false;
+      const auto have = advertised(it->second, e.plan->resource);
+      return have && *have == e.count();
+    };
+    // A pass's watch ends early once every node shows its count, to confirm
+    // their pods at once; not again right after a confirmation fell short
+    // (an old pod that shows the same count), or it would spin.
+    bool confirmation_fell_short = false;
     while (!finished()) {
       const auto now = ctx.host.clock().steady_now();
       if (now >= ctx.deadline) break;
       const auto until = std::min(ctx.deadline, now + kRelist);
-      Error failure;
+      std::set<std::string> unreached;  // what the watch waits for
+      for (const Expectation& e : want->nodes)
+        if (!done[e.node] && !stuck.count(e.node) && !reached(e))
+          unreached.insert(e.node);
       auto watched = (*kube)->watch(
           "/api/v1/nodes", one ? "metadata.name=" + want->nodes[0].node : "",
           [&](const std::string& type, const json& node) {
@@ -149,48 +176,52 @@ class AllocatableStage : public Stage {
             const Expectation* e = find(*want, name);
             if (e == nullptr) return kube::WatchStep::kContinue;
             last[name] = node;
-            const auto have = advertised(node, e->plan->resource);
-            if (!have || *have != e->count()) {
+            if (reached(*e)) {
+              unreached.erase(name);
+            } else {
               done[name] = false;
-              return kube::WatchStep::kContinue;
+              if (!stuck.count(name)) unreached.insert(name);
             }
-            auto current = pods_current(**kube, *e, ctx.deadline);
-            if (!current) {
-              failure = current.error();
-              return kube::WatchStep::kDone;
-            }
-            done[name] = *current;
-            if (done[name]) stuck.erase(name);
-            return finished() ? kube::WatchStep::kDone
-                              : kube::WatchStep::kContinue;
+            return unreached.empty() && !confirmation_fell_short
+                       ? kube::WatchStep::kDone
+                       : kube::WatchStep::kContinue;
           },
           until);
-      if (!failure.message.empty()) return failure;
       if (!watched && watched.error().exit != ExitCode::kTimeout)
         return watched.error();
+      // One pass of reads: the pods of the nodes that show their count
+      // (only a current pod's count counts), and why another node is short.
       // Another node held up by its own layer is its node part's to fix:
       // the cluster part reports it instead of waiting the --timeout out.
-      // One list of the plugin's pods tells which nodes are only on their
-      // way (a current pod running, not registered yet): those cost no
-      // request of their own, so the steady wait's requests do not grow
+      // A node only on its way (a current pod running, not registered yet)
+      // costs nothing of its own, so the steady wait's requests do not grow
       // with the nodes (the real tier's scale benchmark, issue 25).
-      const auto look_until =
-          std::min(ctx.deadline, ctx.host.clock().steady_now() + kRelist);
-      std::optional<std::set<std::string>> progressing;
-      PodLogs logs;
+      ClusterPass pass(
+          ctx, **kube, !one,
+          std::min(ctx.deadline, ctx.host.clock().steady_now() + kRelist));
+      confirmation_fell_short = false;
+      for (const Expectation& e : want->nodes) {
+        if (done[e.node] || !reached(e)) continue;
+        auto current = pods_current(pass, e);
+        if (!current) {
+          if (current.error().exit == ExitCode::kTimeout) break;
+          return current.error();
+        }
+        done[e.node] = *current;
+        if (*current)
+          stuck.erase(e.node);
+        else
+          confirmation_fell_short = true;
+      }
       for (const Expectation& e : want->nodes) {
         if (e.this_node || done[e.node] || !last.count(e.node)) continue;
-        if (!progressing) {
-          auto listed = progressing_nodes(**kube, *e.plan, look_until);
-          if (!listed) break;  // the next pass looks again
-          progressing = std::move(*listed);
-        }
-        if (progressing->count(e.node)) {
+        auto on_its_way = progressing(pass, e);
+        if (!on_its_way) break;  // the next pass looks again
+        if (*on_its_way) {
           stuck.erase(e.node);
           continue;
         }
-        auto why =
-            diagnose_node(ctx, **kube, e, last[e.node], look_until, logs);
+        auto why = diagnose_node(pass, e, last[e.node]);
         if (why && why->node_part())
           stuck[e.node] = *why;
         else
@@ -219,12 +250,12 @@ class AllocatableStage : public Stage {
     }
     // The run's deadline has passed; looking at the cluster to say why gets
     // a deadline of its own.
-    const auto diag_deadline = ctx.host.clock().steady_now() + kDiagnosisTime;
-    if (want->nodes.size() == 1)
-      return timeout_error(ctx, **kube, want->nodes[0], last, diag_deadline);
+    ClusterPass pass(ctx, **kube, !one,
+                     ctx.host.clock().steady_now() + kDiagnosisTime);
+    if (one) return timeout_error(pass, want->nodes[0], last);
     for (const Expectation& e : want->nodes) {
       if (done[e.node] || stuck.count(e.node)) continue;
-      Error one_node = timeout_error(ctx, **kube, e, last, diag_deadline);
+      Error one_node = timeout_error(pass, e, last);
       lines.push_back(one_node.message + "; fix: " + one_node.fix);
     }
     return Error{ExitCode::kTimeout, "allocatable",
@@ -289,24 +320,21 @@ class AllocatableStage : public Stage {
     return cluster_blocked(ctx, e, "allocatable.blocked");
   }
 
-  static std::optional<Diagnosis> diagnose_node(
-      Context& ctx, kube::Client& kube, const Expectation& e, const json& node,
-      Deadline deadline, PodLogs& logs) {
-    auto why = diagnose(ctx, kube, e, node, deadline, logs);
+  static std::optional<Diagnosis> diagnose_node(ClusterPass& pass,
+                                                const Expectation& e,
+                                                const json& node) {
+    auto why = diagnose(pass, e, node);
     // Another node's own layer is fixed there.
     if (why && !e.this_node && why->node_part())
       why->fix = "on node " + e.node + ": " + why->fix;
     return why;
   }
 
-  static Error timeout_error(Context& ctx, kube::Client& kube,
-                             const Expectation& want,
-                             const std::map<std::string, json>& last,
-                             Deadline deadline) {
+  static Error timeout_error(ClusterPass& pass, const Expectation& want,
+                             const std::map<std::string, json>& last) {
     const auto it = last.find(want.node);
     const json last_node = it == last.end() ? json() : it->second;
-    PodLogs logs;
-    auto why = diagnose_node(ctx, kube, want, last_node, deadline, logs);
+    auto why = diagnose_node(pass, want, last_node);
     const auto have = last_node.is_null()
                           ? std::nullopt
                           : advertised(last_node, want.plan->resource);
@@ -373,32 +401,29 @@ class AllocatableStage : public Stage {
            !pod["metadata"].contains("deletionTimestamp");
   }
 
-  static Result<bool> pods_current(kube::Client& kube, const Expectation& want,
-                                   Deadline deadline) {
-    auto pods = kube.list(plugin_pods_path(want.node), deadline);
+  static Result<bool> pods_current(ClusterPass& pass, const Expectation& want) {
+    auto pods = pass.pods_on(want.node);
     if (!pods) return pods.error();
-    for (const auto& pod : pods->value("items", json::array()))
+    for (const auto& pod : *pods)
       if (is_current(pod, *want.plan)) return true;
     return false;
   }
 
-  // The nodes whose plugin pod is current and none of its containers waits
-  // (no pull, crash or config trouble): one list of every plugin pod.
-  static Result<std::set<std::string>> progressing_nodes(
-      kube::Client& kube, const DevicePluginPlan& plan, Deadline deadline) {
-    auto pods = kube.list(plugin_pods_path(""), deadline);
+  // Whether the node's plugin pod is current and none of its containers
+  // waits (no pull, crash or config trouble): only on its way.
+  static Result<bool> progressing(ClusterPass& pass, const Expectation& want) {
+    auto pods = pass.pods_on(want.node);
     if (!pods) return pods.error();
-    std::set<std::string> out;
-    for (const auto& pod : pods->value("items", json::array())) {
-      if (!is_current(pod, plan)) continue;
+    for (const auto& pod : *pods) {
+      if (!is_current(pod, *want.plan)) continue;
       bool waiting = false;
       for (const auto& c :
            pod["status"].value("containerStatuses", json::array()))
         waiting =
             waiting || c.value("state", json::object()).contains("waiting");
-      if (!waiting) out.insert(pod["spec"].value("nodeName", ""));
+      if (!waiting) return true;
     }
-    return out;
+    return false;
   }
 };
 
