@@ -204,7 +204,8 @@ Result<Scan> scan_archive(
     if (scan.entries.empty()) {
       scan.compressed = archive_filter_count(a.get()) > 1;
     }
-    // Tests stop or signal the run here (include/gpunode/crash_point.hpp).
+    // Tests stop or signal the run here
+    // (common/include/gpunode/crash_point.hpp).
     crash_point("image-archive:entry");
     auto name = safe_name(path, archive_entry_pathname(e));
     if (!name) return name.error();

@@ -1,5 +1,5 @@
-// Registry auth files (include/gpunode/registry_auth.hpp). The format and
-// the search rules are containers-auth.json(5)'s; the key normalisation
+// Registry auth files (bundle/include/gpunode/registry_auth.hpp). The format
+// and the search rules are containers-auth.json(5)'s; the key normalisation
 // follows containers/image's pkg/docker/config (normalizeAuthFileKey,
 // normalizeRegistry), which is what podman and skopeo do with the same
 // files, so one file works for all three.

@@ -1,5 +1,5 @@
 // Registry pulls for `bundle create --pull`
-// (include/gpunode/registry_pull.hpp).
+// (bundle/include/gpunode/registry_pull.hpp).
 //
 // One pass over the bytes: manifests are fetched into memory first, then
 // the tar is written in its final (sorted) order with every blob streamed

@@ -1,4 +1,4 @@
-// RFC 4648 base64 (include/gpunode/base64.hpp).
+// RFC 4648 base64 (common/include/gpunode/base64.hpp).
 #include "gpunode/base64.hpp"
 
 #include <array>

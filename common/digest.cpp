@@ -1,4 +1,4 @@
-// SHA-256 and hex (include/gpunode/digest.hpp).
+// SHA-256 and hex (common/include/gpunode/digest.hpp).
 #include "gpunode/digest.hpp"
 
 namespace gpunode {

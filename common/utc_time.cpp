@@ -1,4 +1,4 @@
-// ISO 8601 UTC (include/gpunode/utc_time.hpp).
+// ISO 8601 UTC (common/include/gpunode/utc_time.hpp).
 #include "gpunode/utc_time.hpp"
 
 #include <ctime>

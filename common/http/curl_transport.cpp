@@ -1,4 +1,4 @@
-// The libcurl transport (include/gpunode/http_curl.hpp). TLS is always
+// The libcurl transport (common/include/gpunode/http_curl.hpp). TLS is always
 // verified (CURLOPT_SSL_VERIFYPEER/VERIFYHOST are never turned off); the CA
 // and client key can come from memory (CURLOPT_*_BLOB, libcurl >= 7.77
 // with OpenSSL), so key material is never written to a file.

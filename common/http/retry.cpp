@@ -1,4 +1,4 @@
-// Retry arithmetic and the retry loop (include/gpunode/http.hpp). The
+// Retry arithmetic and the retry loop (common/include/gpunode/http.hpp). The
 // backoff follows client-go's (k8s.io/client-go/util/flowcontrol,
 // wait.Backoff): exponential, capped, with jitter; Retry-After as
 // delta-seconds is what kube-apiserver's max-in-flight filter sends

@@ -16,8 +16,9 @@
 
 namespace gpunode::kube::detail {
 
-// The shared HTTP stack's types and arithmetic (include/gpunode/http.hpp),
-// named here as the client has always named them.
+// The shared HTTP stack's types and arithmetic
+// (common/include/gpunode/http.hpp), named here as the client has always named
+// them.
 using http::backoff_delay;
 using http::Failure;
 using http::HttpRequest;

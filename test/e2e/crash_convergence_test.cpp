@@ -1,10 +1,10 @@
 // Crash anywhere, rerun, converge. For every stage boundary and for points
 // inside the journal write, the image import and the API writes, gpunode is
-// killed with SIGKILL right there (test-only crash points, include/gpunode/
-// crash_point.hpp), then `install` is run again. The end state (simulator
-// objects, containerd's image with its digest and pin, the journal, the
-// state directory) must equal that of an uninterrupted run, and a rerun
-// after a crash must not import an image containerd already holds
+// killed with SIGKILL right there (test-only crash points,
+// common/include/gpunode/crash_point.hpp), then `install` is run again. The end
+// state (simulator objects, containerd's image with its digest and pin, the
+// journal, the state directory) must equal that of an uninterrupted run, and a
+// rerun after a crash must not import an image containerd already holds
 // complete. Also: real SIGKILLs at moments chosen by the clock, and
 // SIGINT/SIGTERM (finish or undo the write in flight, journal it, release
 // the lock, exit 130, the next run resumes). And a power cut inside the

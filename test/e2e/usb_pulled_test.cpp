@@ -1,6 +1,6 @@
 // The USB stick pulled mid-run: install --bundle is frozen at a point (the
-// test-only STOP hook, include/gpunode/crash_point.hpp), the stick's files
-// shrink or vanish, and the run goes on. It must name the file, exit
+// test-only STOP hook, common/include/gpunode/crash_point.hpp), the stick's
+// files shrink or vanish, and the run goes on. It must name the file, exit
 // non-zero, and leave nothing half-imported claiming to be complete; with
 // the stick back, a rerun converges.
 #include <signal.h>

@@ -1,5 +1,5 @@
-// The one SHA-256/hex helper (include/gpunode/digest.hpp) and the owning
-// descriptor (include/gpunode/unique_fd.hpp).
+// The one SHA-256/hex helper (common/include/gpunode/digest.hpp) and the owning
+// descriptor (common/include/gpunode/unique_fd.hpp).
 #include "gpunode/digest.hpp"
 
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-// The shared HTTP stack's retry loop (include/gpunode/http.hpp) over a
+// The shared HTTP stack's retry loop (common/include/gpunode/http.hpp) over a
 // scripted transport and a fake clock: Retry-After, exponential backoff,
 // the deadline, the attempt limit and Ctrl-C.
 #include <signal.h>

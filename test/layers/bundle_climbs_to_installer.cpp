@@ -1,0 +1,3 @@
+// Layer probe (meta-layers-*, test/CMakeLists.txt):
+// bundle/ climbing to an installer/ header.
+#include "../../installer/include/gpunode/stage.hpp"

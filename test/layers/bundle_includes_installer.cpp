@@ -1,0 +1,3 @@
+// Layer probe (meta-layers-*, test/CMakeLists.txt):
+// bundle/ naming an installer/ header.
+#include "gpunode/stage.hpp"

@@ -1,0 +1,3 @@
+// Layer probe (meta-layers-*, test/CMakeLists.txt):
+// common/ naming an installer/ private header.
+#include "stages/stages.hpp"
