@@ -4,6 +4,7 @@
 
 #include <cctype>
 
+#include "exposure/gpu_exposure.hpp"
 #include "gpunode/images_lock.hpp"
 
 namespace gpunode {
@@ -130,9 +131,7 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
         "Kubernetes node name of this host (default: node-name from "
         "/etc/rancher/k3s/config.yaml, else the host name)");
     cmd->add_option("--variant", v.variant,
-                    "Device plugin manifest: 'default' (one slot per GPU) or "
-                    "'time-slicing' "
-                    "(--replicas slots per GPU)")
+                    "Device plugin manifest: " + exposure_choices(true))
         ->capture_default_str();
     cmd->add_option(
         "--replicas", v.replicas,

@@ -256,14 +256,15 @@ Result<std::vector<Setting>> resolve_site_settings(
     }
     out.push_back(std::move(s));
   }
-  // A site default for replicas applies to time-slicing only; with the
-  // default variant it is ignored rather than refused (only an explicit
-  // --replicas there is a mistake).
+  // A site default for replicas applies to a variant that takes them
+  // (time-slicing) only; with another it is ignored rather than refused
+  // (only an explicit --replicas there is a mistake).
+  const bool takes_replicas = variant_takes_replicas(v.variant);
   for (Setting& s : out) {
     if (s.key == "replicas" && s.source != SettingSource::kFlag &&
-        v.variant == "default" && v.replicas) {
+        !takes_replicas && v.replicas) {
       v.replicas.reset();
-      s.value = "(unused: variant default)";
+      s.value = "(unused: variant " + v.variant + ")";
     }
   }
   for (Setting& s : out) {
@@ -274,9 +275,9 @@ Result<std::vector<Setting>> resolve_site_settings(
       s.value = v.min_driver.empty() ? "(none)" : v.min_driver;
     if (s.key == "replicas")
       s.value = v.replicas ? std::to_string(*v.replicas)
-                           : (v.variant == "default"
-                                  ? "1 (variant default)"
-                                  : std::to_string(kDefaultSharedReplicas));
+                           : (takes_replicas
+                                  ? std::to_string(kDefaultSharedReplicas)
+                                  : "1 (variant " + v.variant + ")");
     if (s.key == "trust-keys")
       s.value =
           v.trust_keys.empty()

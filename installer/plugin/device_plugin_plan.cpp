@@ -1,52 +1,12 @@
 #include "plugin/device_plugin_plan.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include "gpunode/digest.hpp"
 #include "kube/manifests.hpp"
 #include "plugin/gpu_labels.hpp"
 
 namespace gpunode {
-namespace {
 
 using kube::json;
-
-// The device plugin's own config file: renameByDefault belongs under
-// sharing.timeSlicing (under `flags` the plugin ignores it; device-plugin
-// #1433); replicas are within sharing.hpp's bounds already.
-Result<std::string> render_plugin_config(const std::string& text, int replicas,
-                                         bool rename) {
-  try {
-    YAML::Node config = YAML::Load(text);
-    YAML::Node slicing = config["sharing"]["timeSlicing"];
-    slicing["renameByDefault"] = rename;
-    bool found = false;
-    for (auto resource : slicing["resources"]) {
-      if (resource["name"].as<std::string>() == kGpuResource) {
-        resource["replicas"] = replicas;
-        found = true;
-      }
-    }
-    if (!found) {
-      return Error{
-          ExitCode::kUsage,
-          "plugin",
-          "the time-slicing manifest's config has no resource nvidia.com/gpu",
-          {}};
-    }
-    YAML::Emitter out;
-    out << config;
-    return std::string(out.c_str()) + "\n";
-  } catch (const YAML::Exception& e) {
-    return Error{
-        ExitCode::kUsage,
-        "plugin",
-        "the time-slicing manifest's config.yaml is not valid YAML: " + e.msg,
-        {}};
-  }
-}
-
-}  // namespace
 
 std::string plugin_config_hash(const kube::json* configmap) {
   return sha256_hex(configmap ? configmap->at("data").dump()
@@ -58,6 +18,22 @@ std::string plugin_pods_path(const std::string& node) {
                      "/pods?labelSelector=name%3Dnvidia-device-plugin-ds";
   if (!node.empty()) path += "&fieldSelector=spec.nodeName%3D" + node;
   return path;
+}
+
+bool mounts_plugin_config(const json& pod_spec) {
+  for (const auto& v : pod_spec.value("volumes", json::array())) {
+    if (v.value("configMap", json::object()).value("name", "") ==
+        kPluginConfigMap)
+      return true;
+  }
+  return false;
+}
+
+Error live_config_unreadable(const std::string& why) {
+  return Error{ExitCode::kBlocked, "plugin",
+               "the live " + configmap_name() + " cannot be read: " + why,
+               "kubectl -n kube-system get configmap " +
+                   std::string(kPluginConfigMap) + " -o yaml"};
 }
 
 std::string daemonset_path() {
@@ -81,33 +57,18 @@ std::string configmap_name() {
 Result<DevicePluginPlan> plan_device_plugin(const Sharing& sharing,
                                             const std::string& image,
                                             const ManifestTexts& texts) {
-  const bool slicing = sharing.time_slicing();
-  auto docs =
-      slicing ? yaml_documents(texts.time_slicing,
-                               "manifests/nvidia-device-plugin-timeSlicing.yml")
-              : yaml_documents(texts.device_plugin,
-                               "manifests/nvidia-device-plugin.yml");
-  if (!docs) return docs.error();
   DevicePluginPlan out;
   out.sharing = sharing;
+  out.exposure = make_exposure(sharing);
   out.image = image;
   out.manifests_origin = texts.origin;
-  out.replicas = slicing ? sharing.replicas : 1;
-  out.resource = sharing.resource();
-  for (auto& doc : *docs) {
-    const std::string kind = doc.value("kind", "");
-    if (kind == "ConfigMap") {
-      auto config =
-          render_plugin_config(doc["data"]["config.yaml"].get<std::string>(),
-                               sharing.replicas, sharing.rename);
-      if (!config) return config.error();
-      doc["data"]["config.yaml"] = *config;
-      label_managed(doc);
-      out.configmap = doc;
-    } else if (kind == "DaemonSet") {
-      out.daemonset = doc;
-    }
-  }
+  out.replicas = out.exposure->slots_per_gpu();
+  out.resource = out.exposure->resource();
+  auto objects = out.exposure->objects(texts);
+  if (!objects) return objects.error();
+  out.daemonset = std::move(objects->daemonset);
+  out.configmap = std::move(objects->configmap);
+  if (out.configmap) label_managed(*out.configmap);
   if (out.daemonset.is_null()) {
     return Error{ExitCode::kUsage,
                  "plugin",

@@ -5,10 +5,12 @@
 // GPU advertises and the config digest.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "gpunode/kube.hpp"
+#include "exposure/gpu_exposure.hpp"
 #include "gpunode/sharing.hpp"
 #include "plugin/manifest_texts.hpp"
 
@@ -25,6 +27,8 @@ inline constexpr const char* kPluginPodSelector =
 
 struct DevicePluginPlan {
   Sharing sharing;
+  // The strategy: resource, slots, what the smoke Pod asks for.
+  std::shared_ptr<const GpuExposure> exposure;
   std::string image;                    // the plugin container's image
   kube::json daemonset;                 // as it is applied
   std::optional<kube::json> configmap;  // time-slicing only
@@ -34,9 +38,7 @@ struct DevicePluginPlan {
   std::string manifests_origin;  // "built-in" or the bundle's manifests/
 
   // GPUs x slots: what a node with `gpus` GPUs advertises.
-  long long slots_for(int gpus) const {
-    return static_cast<long long>(gpus) * replicas;
-  }
+  long long slots_for(int gpus) const { return exposure->slots_for(gpus); }
 };
 
 // What the pod template's kConfigHashAnnotation holds for a config: the
@@ -49,6 +51,12 @@ std::string plugin_config_hash(const kube::json* configmap);
 // is empty.
 std::string plugin_pods_path(const std::string& node);
 
+// Whether a pod spec (the DaemonSet's template, or a pod of it) mounts the
+// plugin ConfigMap.
+bool mounts_plugin_config(const kube::json& pod_spec);
+// The error for a live plugin ConfigMap that cannot be read as a config.
+Error live_config_unreadable(const std::string& why);
+
 std::string daemonset_path();
 std::string configmap_path();
 // "DaemonSet kube-system/nvidia-device-plugin-daemonset", "ConfigMap ...":
@@ -56,8 +64,8 @@ std::string configmap_path();
 std::string daemonset_name();
 std::string configmap_name();
 
-// The platform's device plugin manifest for `sharing`, with `image` as the
-// plugin container's image. Errors (ExitCode::kUsage, layer "plugin") name
+// The platform's device plugin manifest for `sharing` (its strategy's
+// objects), with `image` as the plugin container's image. Errors (ExitCode::kUsage, layer "plugin") name
 // the manifest that is malformed.
 Result<DevicePluginPlan> plan_device_plugin(
     const Sharing& sharing, const std::string& image,

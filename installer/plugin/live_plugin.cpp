@@ -1,29 +1,11 @@
 #include "plugin/live_plugin.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include "plugin/device_plugin_plan.hpp"
 
 namespace gpunode {
 namespace {
 
 using kube::json;
-
-bool mounts_plugin_config(const json& pod_spec) {
-  for (const auto& v : pod_spec.value("volumes", json::array())) {
-    if (v.value("configMap", json::object()).value("name", "") ==
-        kPluginConfigMap)
-      return true;
-  }
-  return false;
-}
-
-Error unreadable(const std::string& why) {
-  return Error{ExitCode::kBlocked, "plugin",
-               "the live " + configmap_name() + " cannot be read: " + why,
-               "kubectl -n kube-system get configmap " +
-                   std::string(kPluginConfigMap) + " -o yaml"};
-}
 
 Result<std::optional<json>> get_configmap(
     kube::Client& kube, std::chrono::steady_clock::time_point deadline) {
@@ -41,37 +23,7 @@ Result<LivePlugin> settings_of(kube::Client& kube, const json& pod_spec,
 
 Result<Sharing> sharing_of(const json& pod_spec,
                            const std::optional<json>& configmap) {
-  Sharing s;
-  if (!mounts_plugin_config(pod_spec)) return s;
-  if (!configmap) return unreadable("the plugin pods mount it, but it is gone");
-  const json data = configmap->value("data", json::object());
-  if (!data.contains("config.yaml") || !data["config.yaml"].is_string())
-    return unreadable("it has no config.yaml");
-  try {
-    const YAML::Node config =
-        YAML::Load(data["config.yaml"].get<std::string>());
-    const YAML::Node sharing = config["sharing"];
-    const YAML::Node slicing =
-        sharing && sharing.IsMap() ? sharing["timeSlicing"] : YAML::Node();
-    if (!slicing || !slicing.IsMap())
-      return unreadable("its config.yaml shares no " +
-                        std::string(kGpuResource));
-    s.variant = Variant::kTimeSlicing;
-    s.rename =
-        slicing["renameByDefault"] && slicing["renameByDefault"].as<bool>();
-    s.replicas = 0;
-    for (const auto& r : slicing["resources"]) {
-      if (r["name"] && r["name"].as<std::string>() == kGpuResource)
-        s.replicas = r["replicas"].as<int>();
-    }
-    if (s.replicas < 1)
-      return unreadable("its config.yaml shares no " +
-                        std::string(kGpuResource));
-  } catch (const YAML::Exception& e) {
-    return unreadable("its config.yaml is not as the plugin reads it: " +
-                      e.msg);
-  }
-  return s;
+  return recognize_exposure(pod_spec, configmap);
 }
 
 Result<std::optional<LivePlugin>> read_cluster_plugin(
@@ -124,16 +76,13 @@ Result<LivePlugin> settings_of(kube::Client& kube, const json& pod_spec,
   if (!sharing) return sharing.error();
   LivePlugin out;
   out.sharing = *sharing;
+  out.exposure = make_exposure(*sharing);
   out.config_hash = plugin_config_hash(cm ? &*cm : nullptr);
   return out;
 }
 
 }  // namespace
 
-std::string describe(const Sharing& s) {
-  return std::string(variant_name(s.variant)) + ", " +
-         std::to_string(s.time_slicing() ? s.replicas : 1) +
-         " slot(s) per GPU as " + s.resource();
-}
+std::string describe(const Sharing& s) { return make_exposure(s)->describe(); }
 
 }  // namespace gpunode

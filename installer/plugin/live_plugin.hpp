@@ -8,9 +8,11 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "exposure/gpu_exposure.hpp"
 #include "gpunode/kube.hpp"
 #include "gpunode/sharing.hpp"
 
@@ -18,6 +20,7 @@ namespace gpunode {
 
 struct LivePlugin {
   Sharing sharing;
+  std::shared_ptr<const GpuExposure> exposure;  // the sharing's strategy
   // plugin_config_hash() of the live config: what a pod running it carries.
   std::string config_hash;
   std::string seen_in;   // "DaemonSet kube-system/...", "pod NAME on node N"
@@ -25,8 +28,8 @@ struct LivePlugin {
   std::string pod_hash;  // that pod's kConfigHashAnnotation
 };
 
-// The sharing a live config means: time-slicing when the pod spec mounts
-// the plugin ConfigMap (replicas and renameByDefault from its config.yaml),
+// The sharing a live config means: the strategy that recognizes the pod
+// spec and its ConfigMap (time-slicing when it mounts the plugin ConfigMap),
 // else the default variant.
 Result<Sharing> sharing_of(const kube::json& pod_spec,
                            const std::optional<kube::json>& configmap);

@@ -18,18 +18,11 @@ using kube::json;
 // updateNode), so this is the API server and kubelet's time, not a queue.
 constexpr std::chrono::seconds kPodWait{45};
 
-bool same_settings(const Sharing& a, const Sharing& b) {
-  return a.resource() == b.resource() &&
-         (a.time_slicing() ? a.replicas : 1) ==
-             (b.time_slicing() ? b.replicas : 1);
-}
-
 json settings_facts(const LivePlugin& live) {
-  return {{"variant", variant_name(live.sharing.variant)},
-          {"replicas", live.sharing.time_slicing() ? live.sharing.replicas : 1},
-          {"resource", live.sharing.resource()},
-          {"config_hash", live.config_hash},
-          {"seen_in", live.seen_in}};
+  json facts = live.exposure->facts();
+  facts["config_hash"] = live.config_hash;
+  facts["seen_in"] = live.seen_in;
+  return facts;
 }
 
 }  // namespace
@@ -49,21 +42,19 @@ Check check_plugin_from_node(Context& ctx) {
     return c;
   }
   const LivePlugin& l = **live;
-  const std::string runs = describe(l.sharing);
-  if (ctx.opts.sharing_given && !same_settings(ctx.opts.sharing, l.sharing)) {
+  const std::string runs = l.exposure->describe();
+  const auto asked = make_exposure(ctx.opts.sharing);
+  if (ctx.opts.sharing_given && !asked->same_as(*l.exposure)) {
     Check c = blocked(
         "plugin.cluster-settings",
         "the cluster's device plugin runs " + runs + "; this run asks for " +
-            describe(ctx.opts.sharing) +
+            asked->describe() +
             ", but one DaemonSet and one ConfigMap serve every GPU node: a "
             "node cannot choose its own",
         "rerun here without --variant/--replicas/--rename-shared to take the "
         "cluster's settings; or change them for every GPU node, on a server: "
-        "sudo gpunode install --scope cluster --all-nodes --variant " +
-            std::string(variant_name(ctx.opts.sharing.variant)) +
-            (ctx.opts.sharing.time_slicing()
-                 ? " --replicas " + std::to_string(ctx.opts.sharing.replicas)
-                 : std::string()));
+        "sudo gpunode install --scope cluster --all-nodes" +
+            asked->install_flags());
     c.facts["cluster_plugin"] = settings_facts(l);
     return c;
   }
@@ -76,11 +67,8 @@ Check check_plugin_from_node(Context& ctx) {
                         "replaces it (the allocatable stage waits for that)");
   }
   c.facts["cluster_plugin"] = settings_facts(l);
-  c.facts["plugin"] = {
-      {"variant", variant_name(l.sharing.variant)},
-      {"replicas", l.sharing.time_slicing() ? l.sharing.replicas : 1},
-      {"resource", l.sharing.resource()},
-      {"pod", l.pod}};
+  c.facts["plugin"] = l.exposure->facts();
+  c.facts["plugin"]["pod"] = l.pod;
   return c;
 }
 

@@ -24,11 +24,7 @@ Result<Rollout> plan_rollout(Context& ctx, const PluginState& s) {
   if (!live) return live.error();
   Rollout out;
   if (*live) {
-    const Sharing& was = (*live)->sharing;
-    const Sharing& will = s.plan->sharing;
-    out.settings_change =
-        was.resource() != will.resource() ||
-        s.plan->replicas != (was.time_slicing() ? was.replicas : 1);
+    out.settings_change = !(*live)->exposure->same_as(*s.plan->exposure);
   }
   const bool adds_affinity =
       s.daemonset_live &&

@@ -176,7 +176,7 @@ class PluginStage : public Stage {
           daemonset_name());
       actions.push_back(std::string(s.daemonset_live ? "update" : "create") +
                         " " + daemonset_name() + " (" +
-                        variant_name(s.plan->sharing.variant) +
+                        s.plan->exposure->name() +
                         " variant; its pods restart with it)");
     }
     if (!s.plan->configmap && s.configmap_live) {
@@ -185,7 +185,7 @@ class PluginStage : public Stage {
                         " left by the time-slicing variant");
     }
     const std::string what =
-        std::string(variant_name(s.plan->sharing.variant)) + " variant, " +
+        s.plan->exposure->name() + " variant, " +
         std::to_string(s.plan->replicas) + " slot(s) per GPU as " +
         s.plan->resource;
     Check c = actions.empty()
@@ -214,24 +214,18 @@ class PluginStage : public Stage {
     if (auto live = ctx.live_plugin(); live && *live) {
       // The summary says what this run wants; the cluster's, when other.
       if (rollout->settings_change)
-        c.details.push_back("the cluster runs " + describe((*live)->sharing) +
+        c.details.push_back("the cluster runs " + (*live)->exposure->describe() +
                             " now (" + (*live)->seen_in + ")");
-      c.facts["cluster_plugin"] = {
-          {"variant", variant_name((*live)->sharing.variant)},
-          {"replicas",
-           (*live)->sharing.time_slicing() ? (*live)->sharing.replicas : 1},
-          {"resource", (*live)->sharing.resource()},
-          {"config_hash", (*live)->config_hash},
-          {"seen_in", (*live)->seen_in}};
+      c.facts["cluster_plugin"] = (*live)->exposure->facts();
+      c.facts["cluster_plugin"]["config_hash"] = (*live)->config_hash;
+      c.facts["cluster_plugin"]["seen_in"] = (*live)->seen_in;
     }
     add_platform_settings(c, s.plan->resource);
     c.warnings.insert(c.warnings.end(), left.begin(), left.end());
-    c.facts["plugin"] = {{"variant", variant_name(s.plan->sharing.variant)},
-                         {"replicas", s.plan->replicas},
-                         {"resource", s.plan->resource},
-                         {"config_hash", s.plan->config_hash},
-                         {"image", s.plan->image},
-                         {"manifests", s.plan->manifests_origin}};
+    c.facts["plugin"] = s.plan->exposure->facts();
+    c.facts["plugin"]["config_hash"] = s.plan->config_hash;
+    c.facts["plugin"]["image"] = s.plan->image;
+    c.facts["plugin"]["manifests"] = s.plan->manifests_origin;
     if (!actions.empty()) c.facts["objects"] = objects;
     return c;
   }

@@ -1,7 +1,8 @@
-// How the device plugin shares each GPU: the variant (one slot per GPU, or
-// time-slicing with N replicas) and the resource name. Flags and site config
-// both parse through parse_sharing(), so the bounds and defaults live here
-// and nowhere else. A MIG strategy would be one more field.
+// The operator's exposure settings: the variant (the strategy's name, as
+// --variant gives it), the replicas and the rename switch. Flags and site
+// config both parse through parse_sharing(), which hands the values to the
+// strategy the variant names (exposure/gpu_exposure.hpp): what they mean
+// (resource, slots, objects) is the strategy's, not this file's.
 #pragma once
 
 #include <optional>
@@ -12,8 +13,20 @@
 
 namespace gpunode {
 
-enum class Variant { kDefault, kTimeSlicing };
-const char* variant_name(Variant v);
+// A strategy's name. kDefault and kTimeSlicing are the built-in ones;
+// another comes from the exposure registry by its name.
+struct Variant {
+  std::string name = "default";
+  static const Variant kDefault;
+  static const Variant kTimeSlicing;
+};
+inline const Variant Variant::kDefault{"default"};
+inline const Variant Variant::kTimeSlicing{"time-slicing"};
+inline bool operator==(const Variant& a, const Variant& b) {
+  return a.name == b.name;
+}
+inline bool operator!=(const Variant& a, const Variant& b) { return !(a == b); }
+const char* variant_name(const Variant& v);
 
 // The device plugin refuses time-slicing with fewer than 2 replicas
 // (k8s-device-plugin api/config/v1/replicas.go: "number of replicas must
@@ -33,7 +46,7 @@ struct Sharing {
   int replicas = 1;     // slots per GPU: 1 for the default variant
   bool rename = false;  // time-slicing only: advertise nvidia.com/gpu.shared
 
-  // The resource each GPU is advertised as.
+  // The resource each GPU is advertised as (the strategy's).
   std::string resource() const;
   bool time_slicing() const { return variant == Variant::kTimeSlicing; }
 };
@@ -55,11 +68,13 @@ struct SharingProblem {
 // settings file or variable states it (cli/site_config.cpp).
 std::string variant_problem(std::string_view variant);
 std::string replicas_problem(long long replicas);
+// Whether the variant takes --replicas (a site default applies to it).
+bool variant_takes_replicas(std::string_view variant);
 
 // The one parse: a variant name, an optional replica count and the rename
-// switch, each as the operator gave it (or not). Replicas default to
-// kDefaultSharedReplicas with time-slicing and are refused, like rename,
-// with the default variant.
+// switch, each as the operator gave it (or not). The variant's strategy
+// settles the rest: time-slicing defaults replicas to
+// kDefaultSharedReplicas; the default variant refuses them, and rename.
 struct SharingOrProblem {
   std::optional<Sharing> sharing;
   std::optional<SharingProblem> problem;
