@@ -7,6 +7,7 @@
 #include "kube/dry_run_client.hpp"
 #include "plugin/device_plugin_plan.hpp"
 #include "plugin/live_plugin.hpp"
+#include "plugin/slot_expectation.hpp"
 #include "run/cluster_facts.hpp"
 #include "run/host_role.hpp"
 #include "stages/bundle_facts.hpp"
@@ -181,6 +182,40 @@ Result<const DevicePluginPlan*> Context::plugin_plan() {
     if (plan && live) plan->config_hash = live->config_hash;
     return plan;
   });
+}
+
+Result<const SlotExpectation*> Context::expected_slots(bool need_this_host) {
+  if (expected_slots_.known()) return expected_slots_.kept();
+  auto plan = plugin_plan();
+  if (!plan) return plan.error();
+  ExpectationSources from;
+  from.plan = *plan;
+  from.node_part = has_node_part(scope());
+  from.cluster_part = has_cluster_part(scope());
+  from.deadline = deadline;
+  if (from.node_part) {
+    from.node = node();
+    // What the driver layer counts, whether or not its stage ran.
+    if (from.node) from.gpus = gpus();
+    if (need_this_host && (!from.node || !from.gpus)) {
+      ExpectationSources self_only = from;
+      self_only.cluster_part = false;
+      auto made = expect_slots(self_only);
+      if (!made) return made.error();
+      self_unknown_ = std::make_shared<const SlotExpectation>(*made);
+      return self_unknown_.get();
+    }
+  }
+  if (from.cluster_part) {
+    auto kube = cluster();
+    if (!kube) return kube.error();
+    from.kube = *kube;
+  }
+  // Not kept when it fails: a later stage may find the cluster answering.
+  auto made = expect_slots(from);
+  if (!made) return made.error();
+  expected_slots_.value = std::make_shared<const SlotExpectation>(*made);
+  return expected_slots_.value.get();
 }
 
 std::vector<std::pair<std::string, std::string>> Context::take_warnings() {

@@ -14,6 +14,7 @@
 #include "gpunode/text.hpp"
 #include "plugin/device_plugin_plan.hpp"
 #include "plugin/gpu_nodes.hpp"
+#include "plugin/slot_expectation.hpp"
 #include "run/cluster_facts.hpp"
 #include "stages/allocatable_diagnosis.hpp"
 #include "stages/plugin_cluster.hpp"
@@ -135,6 +136,8 @@ class AllocatableStage : public Stage {
   }
 
   Result<void> apply(Context& ctx, const Check&) override {
+    // The wait starts from the cluster as it is now.
+    ctx.refresh_expected_slots();
     auto want = expectations(ctx);
     if (!want) return want.error();
     auto kube = ctx.cluster();
@@ -352,41 +355,31 @@ class AllocatableStage : public Stage {
   }
 
   static Result<Expectations> expectations(Context& ctx) {
-    Expectations out;
-    auto plan = ctx.plugin_plan();
-    if (!plan) return plan.error();
-    std::optional<std::string> self;
-    if (has_node_part(ctx.scope())) {
-      auto node = ctx.node();
-      if (!node) return node.error();
-      self = *node;
-      // What the driver layer counts, whether or not its stage ran.
-      auto gpus = ctx.gpus();
-      if (!gpus) {
-        return Error{
-            ExitCode::kBlocked, "allocatable",
-            "cannot tell how many GPUs to expect: " + gpus.error().message,
-            gpus.error().fix};
-      }
-      out.nodes.push_back(Expectation{
-          *node, *plan, static_cast<int>((*gpus)->gpus.size()), true});
+    auto slots = ctx.expected_slots(/*need_this_host=*/true);
+    if (!slots) return slots.error();
+    const SlotExpectation& want = **slots;
+    if (want.name_unknown) return *want.name_unknown;
+    if (want.gpus_unknown) {
+      return Error{ExitCode::kBlocked, "allocatable",
+                   "cannot tell how many GPUs to expect: " +
+                       want.gpus_unknown->message,
+                   want.gpus_unknown->fix};
     }
-    if (!has_cluster_part(ctx.scope())) return out;
-    auto kube = ctx.cluster();
-    if (!kube) return kube.error();
-    auto nodes = list_gpu_nodes(**kube, ctx.deadline);
-    if (!nodes) return nodes.error();
-    for (const GpuNode& g : *nodes) {
-      if (self && g.name == *self) continue;
-      if (!g.labelled) {
-        if (g.serving) out.uncounted.push_back(g.name);
+    Expectations out;
+    if (want.self)
+      out.nodes.push_back(
+          Expectation{want.self->node, want.plan, *want.self->gpus, true});
+    for (const NodeExpectation& n : want.listed) {
+      if (want.self && n.node == want.self->node) continue;
+      if (!n.labelled) {
+        if (n.serving) out.uncounted.push_back(n.node);
         continue;
       }
-      if (!g.gpus) {
-        out.uncounted.push_back(g.name);
+      if (!n.gpus) {
+        out.uncounted.push_back(n.node);
         continue;
       }
-      out.nodes.push_back(Expectation{g.name, *plan, *g.gpus, false});
+      out.nodes.push_back(Expectation{n.node, want.plan, *n.gpus, false});
     }
     return out;
   }

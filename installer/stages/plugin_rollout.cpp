@@ -1,7 +1,7 @@
 #include "stages/plugin_rollout.hpp"
 
 #include "plugin/gpu_labels.hpp"
-#include "plugin/gpu_nodes.hpp"
+#include "plugin/slot_expectation.hpp"
 #include "plugin/live_plugin.hpp"
 
 namespace gpunode {
@@ -9,47 +9,32 @@ namespace gpunode {
 using kube::json;
 
 Result<Rollout> plan_rollout(Context& ctx, const PluginState& s) {
-  auto kube = ctx.cluster();
-  if (!kube) return kube.error();
-  auto nodes = list_gpu_nodes(**kube, ctx.deadline);
-  if (!nodes) return nodes.error();
-  std::optional<std::string> self;
-  std::optional<int> own_gpus;
-  if (has_node_part(ctx.scope())) {
-    if (auto name = ctx.node()) self = *name;
-    if (auto gpus = ctx.gpus())
-      own_gpus = static_cast<int>((*gpus)->gpus.size());
-  }
+  auto want = ctx.expected_slots();
+  if (!want) return want.error();
   auto live = ctx.live_plugin();
   if (!live) return live.error();
   Rollout out;
-  if (*live) {
+  if (*live)
     out.settings_change = !(*live)->exposure->same_as(*s.plan->exposure);
-  }
   const bool adds_affinity =
       s.daemonset_live &&
       !selects_gpu_nodes((*s.daemonset_live)["spec"]["template"].value(
           "spec", json::object()));
-  for (const GpuNode& g : *nodes) {
+  for (const NodeExpectation& e : (*want)->listed) {
     NodeSlots n;
-    n.node = g.name;
-    n.this_node = self && *self == g.name;
-    n.gpus = n.this_node && own_gpus ? own_gpus : g.gpus;
-    for (const char* r : {kGpuResource, kSharedGpuResource}) {
-      const long long have = advertised(g.node, r).value_or(0);
-      if (have > 0) {
-        n.now_resource = r;
-        n.now = have;
-      }
-    }
-    if (n.gpus) n.after = s.plan->slots_for(*n.gpus);
+    n.node = e.node;
+    n.this_node = e.this_node;
+    n.gpus = e.gpus;
+    n.now_resource = e.now_resource;
+    n.now = e.now;
+    n.after = e.expected;
     // A node the new affinity would leave: it serves now, but lacks the label
     // (applied by an earlier gpunode, by hand, or a node not yet labelled).
-    if (g.serving && !g.labelled && (adds_affinity || !s.daemonset_live) &&
+    if (e.serving && !e.labelled && (adds_affinity || !s.daemonset_live) &&
         !n.this_node)
-      out.to_label.push_back(g.name);
-    if (out.settings_change && !n.this_node && (g.serving || g.labelled))
-      out.others_changed.push_back(g.name);
+      out.to_label.push_back(e.node);
+    if (out.settings_change && !n.this_node && (e.serving || e.labelled))
+      out.others_changed.push_back(e.node);
     out.nodes.push_back(std::move(n));
   }
   return out;

@@ -270,6 +270,8 @@ class PluginStage : public Stage {
       auto r = (*kube)->remove(configmap_path(), ctx.deadline);
       if (!r) return r.error();
     }
+    // Labels and the DaemonSet changed: the next stage expects anew.
+    ctx.refresh_expected_slots();
     return {};
   }
 };

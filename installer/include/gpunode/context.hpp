@@ -30,6 +30,7 @@ struct GpuProbe;          // gpu/gpu_probe.hpp
 struct ManifestTexts;     // plugin/manifest_texts.hpp
 struct DevicePluginPlan;  // plugin/device_plugin_plan.hpp
 struct LivePlugin;        // plugin/live_plugin.hpp
+struct SlotExpectation;   // plugin/slot_expectation.hpp
 enum class HostRole;      // run/host_role.hpp
 
 // A bundle that passed verification in this run: what the stages take from it.
@@ -132,6 +133,15 @@ class Context {
   // run, its config digest is the live config's: that is what a current
   // pod on this node carries, whichever gpunode applied it.
   Result<const DevicePluginPlan*> plugin_plan();
+  // Each GPU node's slots under plugin_plan(), with the parts the scope
+  // carries out: this host (node part) and the cluster's GPU nodes
+  // (cluster part). Kept until refresh_expected_slots(). With
+  // `need_this_host`, a node part that cannot count this host stops there,
+  // before the cluster is asked (the answer says why, and is not kept).
+  Result<const SlotExpectation*> expected_slots(bool need_this_host = false);
+  // The cluster changed under the expectation (labels, the DaemonSet), or
+  // a wait starts from it as it is now.
+  void refresh_expected_slots() { expected_slots_ = {}; }
 
   // Found while getting a fact (the kubeconfig's), not blocking: the runner
   // reports each once, after the check that found it, as (layer, text).
@@ -164,6 +174,8 @@ class Context {
   Memo<VerifiedBundle> bundle_;
   Memo<ManifestTexts> manifests_;
   Memo<DevicePluginPlan> plugin_plan_;
+  Memo<SlotExpectation> expected_slots_;
+  std::shared_ptr<const SlotExpectation> self_unknown_;
   std::vector<std::pair<std::string, std::string>> warnings_;
 };
 

@@ -1,0 +1,49 @@
+#include "plugin/slot_expectation.hpp"
+
+#include "plugin/gpu_nodes.hpp"
+
+namespace gpunode {
+
+Result<SlotExpectation> expect_slots(const ExpectationSources& from) {
+  SlotExpectation out;
+  out.plan = from.plan;
+  std::optional<int> own_gpus;
+  if (from.node_part) {
+    if (!from.node) {
+      out.name_unknown = from.node.error();
+    } else if (!from.gpus) {
+      out.gpus_unknown = from.gpus.error();
+    } else {
+      own_gpus = static_cast<int>((*from.gpus)->gpus.size());
+      NodeExpectation self;
+      self.node = *from.node;
+      self.this_node = true;
+      self.gpus = own_gpus;
+      self.expected = from.plan->slots_for(*own_gpus);
+      out.self = self;
+    }
+  }
+  if (!from.cluster_part) return out;
+  auto nodes = list_gpu_nodes(*from.kube, from.deadline);
+  if (!nodes) return nodes.error();
+  for (const GpuNode& g : *nodes) {
+    NodeExpectation n;
+    n.node = g.name;
+    n.this_node = from.node_part && from.node && *from.node == g.name;
+    n.gpus = n.this_node && own_gpus ? own_gpus : g.gpus;
+    n.labelled = g.labelled;
+    n.serving = g.serving;
+    for (const char* r : {kGpuResource, kSharedGpuResource}) {
+      const long long have = advertised(g.node, r).value_or(0);
+      if (have > 0) {
+        n.now_resource = r;
+        n.now = have;
+      }
+    }
+    if (n.gpus) n.expected = from.plan->slots_for(*n.gpus);
+    out.listed.push_back(std::move(n));
+  }
+  return out;
+}
+
+}  // namespace gpunode
