@@ -2,12 +2,35 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "exposure/gpu_exposure.hpp"
 #include "gpunode/images_lock.hpp"
 
 namespace gpunode {
+namespace {
+
+// CLI11 reads "010" as octal and "0x10" as hex; GPUNODE_REPLICAS and the
+// site config read decimal. One meaning for one text: decimal, leading
+// zeros dropped before CLI11 converts it.
+CLI::Validator decimal_only() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const bool negative = !text.empty() && text[0] == '-';
+        std::string digits = text.substr(negative ? 1 : 0);
+        if (digits.empty() ||
+            digits.find_first_not_of("0123456789") != std::string::npos)
+          return "expected a whole number in decimal, got '" + text + "'";
+        digits.erase(
+            0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+        text = (negative ? "-" : "") + digits;
+        return "";
+      },
+      "DECIMAL", "decimal");
+}
+
+}  // namespace
 
 bool valid_node_name(const std::string& n) {
   // Kubernetes node names are DNS subdomains (RFC 1123): this also keeps
@@ -134,9 +157,10 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
                     "Device plugin manifest: " + exposure_choices(true))
         ->capture_default_str();
     cmd->add_option(
-        "--replicas", v.replicas,
-        "Time-slicing slots per GPU (>= 2; default 8). Only with --variant "
-        "time-slicing");
+           "--replicas", v.replicas,
+           "Time-slicing slots per GPU (2 to 1024; default 8). Only with "
+           "--variant time-slicing")
+        ->transform(decimal_only());
     cmd->add_flag(
         "--rename-shared", v.rename_shared,
         "Advertise nvidia.com/gpu.shared instead of nvidia.com/gpu "

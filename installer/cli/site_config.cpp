@@ -274,10 +274,10 @@ Result<std::vector<Setting>> resolve_site_settings(
     if (s.key == "min-driver")
       s.value = v.min_driver.empty() ? "(none)" : v.min_driver;
     if (s.key == "replicas")
-      s.value = v.replicas ? std::to_string(*v.replicas)
-                           : (takes_replicas
-                                  ? std::to_string(kDefaultSharedReplicas)
-                                  : "1 (variant " + v.variant + ")");
+      s.value = v.replicas
+                    ? std::to_string(*v.replicas)
+                    : (takes_replicas ? std::to_string(kDefaultSharedReplicas)
+                                      : "1 (variant " + v.variant + ")");
     if (s.key == "trust-keys")
       s.value =
           v.trust_keys.empty()

@@ -46,7 +46,9 @@ ExposureKind default_exposure() {
   k.name = Variant::kDefault.name;
   k.summary = "one slot per GPU";
   k.settle = settle;
-  k.make = [](const Sharing& s) { return std::make_unique<DefaultExposure>(s); };
+  k.make = [](const Sharing& s) {
+    return std::make_unique<DefaultExposure>(s);
+  };
   // No recognize: the fallback, what a DaemonSet that mounts no other
   // strategy's config runs.
   return k;

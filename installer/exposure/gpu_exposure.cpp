@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-
 namespace gpunode {
 
 // builtin_exposures.cpp: the strategies gpunode ships.
@@ -18,7 +17,9 @@ std::vector<ExposureKind>& kinds() {
 
 }  // namespace
 
-std::string GpuExposure::install_flags() const { return " --variant " + name(); }
+std::string GpuExposure::install_flags() const {
+  return " --variant " + name();
+}
 
 kube::json GpuExposure::facts() const {
   return {{"variant", name()},
@@ -42,9 +43,10 @@ ExposureRegistration::ExposureRegistration(ExposureKind kind)
 
 ExposureRegistration::~ExposureRegistration() {
   auto& all = kinds();
-  all.erase(std::remove_if(all.begin(), all.end(),
-                           [&](const ExposureKind& k) { return k.name == name_; }),
-            all.end());
+  all.erase(
+      std::remove_if(all.begin(), all.end(),
+                     [&](const ExposureKind& k) { return k.name == name_; }),
+      all.end());
 }
 
 const ExposureKind* find_exposure_kind(std::string_view name) {

@@ -60,16 +60,16 @@ class TimeSlicingExposure final : public GpuExposure {
   }
 
   Result<PluginObjects> objects(const ManifestTexts& texts) const override {
-    auto docs = yaml_documents(texts.time_slicing,
-                               "manifests/nvidia-device-plugin-timeSlicing.yml");
+    auto docs = yaml_documents(
+        texts.time_slicing, "manifests/nvidia-device-plugin-timeSlicing.yml");
     if (!docs) return docs.error();
     PluginObjects out;
     for (auto& doc : *docs) {
       const std::string kind = doc.value("kind", "");
       if (kind == "ConfigMap") {
-        auto config = render_plugin_config(
-            doc["data"]["config.yaml"].get<std::string>(),
-            settings().replicas, settings().rename);
+        auto config =
+            render_plugin_config(doc["data"]["config.yaml"].get<std::string>(),
+                                 settings().replicas, settings().rename);
         if (!config) return config.error();
         doc["data"]["config.yaml"] = *config;
         out.configmap = doc;
@@ -125,7 +125,8 @@ std::optional<Result<Sharing>> recognize(const kube::json& pod_spec,
     const YAML::Node sharing = config["sharing"];
     const YAML::Node slicing =
         sharing && sharing.IsMap() ? sharing["timeSlicing"] : YAML::Node();
-    if (!slicing || !slicing.IsMap()) return live_config_unreadable(shares_none);
+    if (!slicing || !slicing.IsMap())
+      return live_config_unreadable(shares_none);
     s.rename =
         slicing["renameByDefault"] && slicing["renameByDefault"].as<bool>();
     s.replicas = 0;

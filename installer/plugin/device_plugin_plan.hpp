@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "gpunode/kube.hpp"
 #include "exposure/gpu_exposure.hpp"
+#include "gpunode/kube.hpp"
 #include "gpunode/sharing.hpp"
 #include "plugin/manifest_texts.hpp"
 
@@ -65,8 +65,8 @@ std::string daemonset_name();
 std::string configmap_name();
 
 // The platform's device plugin manifest for `sharing` (its strategy's
-// objects), with `image` as the plugin container's image. Errors (ExitCode::kUsage, layer "plugin") name
-// the manifest that is malformed.
+// objects), with `image` as the plugin container's image. Errors
+// (ExitCode::kUsage, layer "plugin") name the manifest that is malformed.
 Result<DevicePluginPlan> plan_device_plugin(
     const Sharing& sharing, const std::string& image,
     const ManifestTexts& texts = ManifestTexts::built_in());

@@ -6,7 +6,9 @@ namespace gpunode {
 
 const char* variant_name(const Variant& v) { return v.name.c_str(); }
 
-std::string Sharing::resource() const { return make_exposure(*this)->resource(); }
+std::string Sharing::resource() const {
+  return make_exposure(*this)->resource();
+}
 
 std::string sharing_inputs(const Sharing& s) {
   return "variant=" + s.variant.name +

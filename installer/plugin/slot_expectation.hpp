@@ -22,8 +22,8 @@ struct NodeExpectation {
   bool this_node = false;
   // This host's counted GPUs, else the node's nvidia.com/gpu.count label.
   std::optional<int> gpus;
-  bool labelled = false;  // nvidia.com/gpu.present=true
-  bool serving = false;   // it advertises a GPU resource now
+  bool labelled = false;     // nvidia.com/gpu.present=true
+  bool serving = false;      // it advertises a GPU resource now
   std::string now_resource;  // what it advertises now, if anything
   long long now = 0;
   std::optional<long long> expected;  // gpus x the plan's slots per GPU

@@ -231,8 +231,8 @@ std::optional<Diagnosis> diagnose(ClusterPass& pass, const Expectation& want,
       return Diagnosis{"plugin",
                        "the device plugin DaemonSet carries other settings "
                        "than these (" +
-                           want.plan->exposure->describe() + "), and plugin pod " +
-                           pod_name + " runs them",
+                           want.plan->exposure->describe() +
+                           "), and plugin pod " + pod_name + " runs them",
                        "gpunode install --scope cluster with these settings "
                        "(the plugin stage applies them)"};
     }

@@ -360,10 +360,10 @@ class AllocatableStage : public Stage {
     const SlotExpectation& want = **slots;
     if (want.name_unknown) return *want.name_unknown;
     if (want.gpus_unknown) {
-      return Error{ExitCode::kBlocked, "allocatable",
-                   "cannot tell how many GPUs to expect: " +
-                       want.gpus_unknown->message,
-                   want.gpus_unknown->fix};
+      return Error{
+          ExitCode::kBlocked, "allocatable",
+          "cannot tell how many GPUs to expect: " + want.gpus_unknown->message,
+          want.gpus_unknown->fix};
     }
     Expectations out;
     if (want.self)

@@ -1,8 +1,8 @@
 #include "stages/plugin_rollout.hpp"
 
 #include "plugin/gpu_labels.hpp"
-#include "plugin/slot_expectation.hpp"
 #include "plugin/live_plugin.hpp"
+#include "plugin/slot_expectation.hpp"
 
 namespace gpunode {
 

@@ -184,10 +184,9 @@ class PluginStage : public Stage {
       actions.push_back("delete the stale " + configmap_name() +
                         " left by the time-slicing variant");
     }
-    const std::string what =
-        s.plan->exposure->name() + " variant, " +
-        std::to_string(s.plan->replicas) + " slot(s) per GPU as " +
-        s.plan->resource;
+    const std::string what = s.plan->exposure->name() + " variant, " +
+                             std::to_string(s.plan->replicas) +
+                             " slot(s) per GPU as " + s.plan->resource;
     Check c = actions.empty()
                   ? satisfied("plugin.ok",
                               daemonset_name() + " is applied (" + what + ")")
@@ -214,8 +213,9 @@ class PluginStage : public Stage {
     if (auto live = ctx.live_plugin(); live && *live) {
       // The summary says what this run wants; the cluster's, when other.
       if (rollout->settings_change)
-        c.details.push_back("the cluster runs " + (*live)->exposure->describe() +
-                            " now (" + (*live)->seen_in + ")");
+        c.details.push_back("the cluster runs " +
+                            (*live)->exposure->describe() + " now (" +
+                            (*live)->seen_in + ")");
       c.facts["cluster_plugin"] = (*live)->exposure->facts();
       c.facts["cluster_plugin"]["config_hash"] = (*live)->config_hash;
       c.facts["cluster_plugin"]["seen_in"] = (*live)->seen_in;

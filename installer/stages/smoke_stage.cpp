@@ -104,7 +104,8 @@ class SmokeStage : public Stage {
            json::array(
                {{{"name", "cuda"},
                  {"image", ctx.opts.smoke_image},
-                 {"resources", {{"limits", (*plan)->exposure->smoke_limits()}}}}})}}}};
+                 {"resources",
+                  {{"limits", (*plan)->exposure->smoke_limits()}}}}})}}}};
     auto created = (*kube)->create(
         std::string("/api/v1/namespaces/") + kNamespace + "/pods", pod,
         ctx.deadline);

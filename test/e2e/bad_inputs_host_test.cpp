@@ -63,6 +63,14 @@ TEST_CASE("bad inputs: flags", "[e2e][bad-inputs]") {
            "--replicas"),
       flag("replicas not a number",
            {"--variant", "time-slicing", "--replicas", "eight"}, "--replicas"),
+      // Decimal, as GPUNODE_REPLICAS reads it: not hex, and a leading 0 is
+      // not octal (02001 is 2001, not 1025).
+      flag("replicas in hex",
+           {"--variant", "time-slicing", "--replicas", "0x10"},
+           "--replicas: expected a whole number in decimal, got '0x10'"),
+      flag("replicas with a leading 0 is decimal",
+           {"--variant", "time-slicing", "--replicas", "02001"},
+           "--replicas: 2001 is more than 1024"),
       flag("timeout 0", {"--timeout", "0"}, "--timeout: expected a positive"),
       flag("timeout negative", {"--timeout", "-5m"},
            "--timeout: expected a positive"),

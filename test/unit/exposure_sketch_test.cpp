@@ -56,10 +56,9 @@ ExposureKind mig_single_kind() {
   k.settle = [](std::optional<long long> replicas, bool rename) {
     if (replicas || rename) {
       return SharingOrProblem{
-          std::nullopt,
-          SharingProblem{replicas ? SharingSetting::kReplicas
-                                  : SharingSetting::kRename,
-                         "does not apply to mig-single"}};
+          std::nullopt, SharingProblem{replicas ? SharingSetting::kReplicas
+                                                : SharingSetting::kRename,
+                                       "does not apply to mig-single"}};
     }
     Sharing s;
     s.variant = kMigSingle;
@@ -68,8 +67,9 @@ ExposureKind mig_single_kind() {
   k.make = [](const Sharing& s) {
     return std::make_unique<MigSingleExposure>(s);
   };
-  k.recognize = [](const json& pod_spec, const std::optional<json>&)
-      -> std::optional<Result<Sharing>> {
+  k.recognize =
+      [](const json& pod_spec,
+         const std::optional<json>&) -> std::optional<Result<Sharing>> {
     for (const auto& c : pod_spec.value("containers", json::array())) {
       for (const auto& e : c.value("env", json::array())) {
         if (e.value("name", "") == "MIG_STRATEGY" &&
