@@ -37,4 +37,14 @@ std::string human_bytes(std::uint64_t b) {
   return buf;
 }
 
+std::string quoted_value(std::string_view value) {
+  if (value.size() <= kEchoLimit) return "'" + std::string(value) + "'";
+  std::size_t cut = kEchoLimit;
+  // Back up over UTF-8 continuation bytes (10xxxxxx) to a character start.
+  while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80)
+    --cut;
+  return "'" + std::string(value.substr(0, cut)) + "...' (" +
+         std::to_string(value.size()) + " bytes)";
+}
+
 }  // namespace gpunode

@@ -6,11 +6,28 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/flags.hpp"
 #include "cli/site_config.hpp"
 #include "gpunode/report.hpp"
 #include "gpunode/terminal_text.hpp"
+#include "gpunode/text.hpp"
 
 namespace gpunode {
+namespace {
+
+// A setting as install uses it, in its JSON type (docs/json-events.md,
+// `result` of `config show`): "value" is the line people read.
+nlohmann::json effective_value(const std::string& key, const Options& o) {
+  if (key == "variant") return o.sharing.variant.name;
+  if (key == "replicas") return o.sharing.replicas;
+  if (key == "timeout") return std::chrono::duration<double>(o.timeout).count();
+  if (key == "min-driver")
+    return o.min_driver ? nlohmann::json(*o.min_driver) : nlohmann::json();
+  if (key == "trust-keys") return o.trust_keys;
+  return nullptr;
+}
+
+}  // namespace
 
 void register_config(CLI::App& app, CommandIo& io) {
   CLI::App* config = app.add_subcommand(
@@ -39,27 +56,35 @@ void register_config(CLI::App& app, CommandIo& io) {
   show->callback([flags, show, &io]() {
     FlagValues v = *flags;
     Reporter report(io.out, io.err, v.json, false);
+    auto refuse = [&](const Error& e) {
+      report.refused("config show", e, e.exit);
+      io.exit_code = static_cast<int>(e.exit);
+    };
     if (v.root.empty() || v.root.front() != '/') {
-      report.error(usage_error(
-          "--root: must be an absolute directory path, got '" + v.root + "'"));
-      io.exit_code = static_cast<int>(ExitCode::kUsage);
-      return;
+      return refuse(
+          usage_error("--root: must be an absolute directory path, got " +
+                      quoted_value(v.root)));
     }
     auto settings =
         resolve_site_settings(v, given_setting_flags(*show), process_env());
-    if (!settings) {
-      report.error(settings.error());
-      io.exit_code = static_cast<int>(settings.error().exit);
-      return;
-    }
+    if (!settings) return refuse(settings.error());
+    // The same checks install makes of these values, flags included: what
+    // config show prints is what install would run with, or its error.
+    auto options = validate_flags(v);
+    if (!options) return refuse(options.error());
     if (v.json) {
       nlohmann::json list = nlohmann::json::array();
-      for (const Setting& s : *settings)
+      nlohmann::json effective = nlohmann::json::object();
+      for (const Setting& s : *settings) {
         list.push_back({{"key", s.key},
                         {"value", s.value},
                         {"source", source_name(s.source)},
                         {"origin", s.origin}});
-      io.out << nlohmann::json{{"settings", list}}.dump() << '\n';
+        effective[s.key] = effective_value(s.key, *options);
+      }
+      report.result(
+          "config show", ExitCode::kOk, "", {},
+          nlohmann::json{{"settings", list}, {"effective", effective}});
     } else {
       for (const Setting& s : *settings) {
         std::string key = s.key + ":";

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cctype>
 
+#include "cli/site_config.hpp"
 #include "exposure/gpu_exposure.hpp"
 #include "gpunode/images_lock.hpp"
+#include "gpunode/text.hpp"
 
 namespace gpunode {
 namespace {
@@ -21,13 +23,24 @@ CLI::Validator decimal_only() {
         std::string digits = text.substr(negative ? 1 : 0);
         if (digits.empty() ||
             digits.find_first_not_of("0123456789") != std::string::npos)
-          return "expected a whole number in decimal, got '" + text + "'";
+          return "expected a whole number in decimal, got " +
+                 quoted_value(text);
         digits.erase(
             0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
         text = (negative ? "-" : "") + digits;
         return "";
       },
       "DECIMAL", "decimal");
+}
+
+// Where a flag's value comes from when it is not given, for its help: the
+// setting's variable and config.toml key (cli/site_config.cpp owns both).
+std::string site_default_note(const char* flag) {
+  for (const SettingSpec& spec : setting_specs())
+    if (std::string(spec.flag) == flag)
+      return ". Unset: " + std::string(spec.env) + ", else config.toml's " +
+             spec.key;
+  return "";
 }
 
 }  // namespace
@@ -82,8 +95,8 @@ Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
   auto bad = [&]() {
     return usage_error(
         "--timeout: expected a positive duration such as 10m, 90s or 1h30m, "
-        "got '" +
-        text + "'");
+        "got " +
+        quoted_value(text));
   };
   if (text.empty()) return bad();
   std::size_t i = 0;
@@ -116,8 +129,8 @@ Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
   }
   if (total_ms <= 0) return bad();
   if (total_ms > 7LL * 24 * 3600 * 1000) {
-    return usage_error("--timeout: '" + text +
-                       "' is longer than a week; use at most 168h");
+    return usage_error("--timeout: " + quoted_value(text) +
+                       " is longer than a week; use at most 168h");
   }
   return std::chrono::milliseconds(total_ms);
 }
@@ -141,7 +154,8 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
          "/var/lib/rancher/k3s/agent/kubelet.kubeconfig")
       ->capture_default_str();
   cmd->add_option("--timeout", v.timeout,
-                  "Give up after this long, e.g. 10m, 90s, 1h30m")
+                  "Give up after this long, e.g. 10m, 90s, 1h30m" +
+                      site_default_note("--timeout"))
       ->capture_default_str();
   cmd->add_option("--image-ref", v.image_ref,
                   "Device plugin image reference (default: " +
@@ -154,12 +168,14 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
         "Kubernetes node name of this host (default: node-name from "
         "/etc/rancher/k3s/config.yaml, else the host name)");
     cmd->add_option("--variant", v.variant,
-                    "Device plugin manifest: " + exposure_choices(true))
+                    "Device plugin manifest: " + exposure_choices(true) +
+                        site_default_note("--variant"))
         ->capture_default_str();
     cmd->add_option(
            "--replicas", v.replicas,
            "Time-slicing slots per GPU (2 to 1024; default 8). Only with "
-           "--variant time-slicing")
+           "--variant time-slicing" +
+               site_default_note("--replicas"))
         ->transform(decimal_only());
     cmd->add_flag(
         "--rename-shared", v.rename_shared,
@@ -171,7 +187,8 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
     cmd->add_option("--skip", v.skip, "Skip these stages (comma-separated)")
         ->delimiter(',');
     cmd->add_option("--min-driver", v.min_driver,
-                    "Lowest acceptable NVIDIA driver version, e.g. 550.54.15");
+                    "Lowest acceptable NVIDIA driver version, e.g. 550.54.15" +
+                        site_default_note("--min-driver"));
     cmd->add_option(
         "--bundle", v.bundle,
         "Offline bundle directory (the USB stick): verified first (signature, "
@@ -248,8 +265,8 @@ Result<Options> validate_flags(const FlagValues& v) {
   Options o;
   struct stat st {};
   if (v.root.empty() || v.root.front() != '/') {
-    return usage_error("--root: must be an absolute directory path, got '" +
-                       v.root + "'");
+    return usage_error("--root: must be an absolute directory path, got " +
+                       quoted_value(v.root));
   }
   if (::stat(v.root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return usage_error("--root: '" + v.root + "' is not a directory");
@@ -260,8 +277,8 @@ Result<Options> validate_flags(const FlagValues& v) {
       (v.state_dir.size() >= 3 &&
        v.state_dir.compare(v.state_dir.size() - 3, 3, "/..") == 0)) {
     return usage_error(
-        "--state-dir: must be an absolute host path without '..', got '" +
-        v.state_dir + "'");
+        "--state-dir: must be an absolute host path without '..', got " +
+        quoted_value(v.state_dir));
   }
   o.state_dir = v.state_dir;
 
@@ -275,7 +292,12 @@ Result<Options> validate_flags(const FlagValues& v) {
                        : sharing.problem->setting == SharingSetting::kReplicas
                            ? "--replicas"
                            : "--rename-shared";
-    return usage_error(std::string(flag) + ": " + sharing.problem->message);
+    std::string message = std::string(flag) + ": " + sharing.problem->message;
+    if (sharing.problem->setting != SharingSetting::kVariant &&
+        !v.variant_origin.empty())
+      message += "; the variant " + quoted_value(v.variant) + " comes from " +
+                 v.variant_origin;
+    return usage_error(message);
   }
   o.sharing = *sharing.sharing;
 
@@ -283,8 +305,8 @@ Result<Options> validate_flags(const FlagValues& v) {
   // error, not a request to discover the name.
   if (v.node && !valid_node_name(*v.node)) {
     return usage_error(
-        "--node: '" + *v.node +
-        "' is not a valid Kubernetes node name (lower-case letters, digits, "
+        "--node: " + quoted_value(*v.node) +
+        " is not a valid Kubernetes node name (lower-case letters, digits, "
         "'-' and '.', at most 253 characters)");
   }
   o.node = v.node.value_or("");
@@ -294,8 +316,8 @@ Result<Options> validate_flags(const FlagValues& v) {
   if (!v.scope.empty()) {
     o.scope = parse_scope(v.scope);
     if (!o.scope) {
-      return usage_error("--scope: '" + v.scope +
-                         "' is not one of node, cluster, both");
+      return usage_error("--scope: " + quoted_value(v.scope) +
+                         " is not one of node, cluster, both");
     }
   }
   o.all_nodes = v.all_nodes;
@@ -307,8 +329,8 @@ Result<Options> validate_flags(const FlagValues& v) {
   if (!v.min_driver.empty()) {
     if (!valid_driver_version(v.min_driver)) {
       return usage_error(
-          "--min-driver: expected a dotted version such as 550.54.15, got '" +
-          v.min_driver + "'");
+          "--min-driver: expected a dotted version such as 550.54.15, got " +
+          quoted_value(v.min_driver));
     }
     o.min_driver = v.min_driver;
   }
@@ -328,8 +350,8 @@ Result<Options> validate_flags(const FlagValues& v) {
   if (o.image_ref.find_first_of(" \t\n\"'") != std::string::npos ||
       o.image_ref.find('/') == std::string::npos) {
     return usage_error(
-        "--image-ref: '" + o.image_ref +
-        "' is not a full image reference such as registry/repo/name:tag");
+        "--image-ref: " + quoted_value(o.image_ref) +
+        " is not a full image reference such as registry/repo/name:tag");
   }
   if (!v.bundle.empty()) {
     if (!v.image_archive.empty()) {

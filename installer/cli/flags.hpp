@@ -16,6 +16,11 @@ struct FlagValues {
   std::string root = "/";
   std::string state_dir = "/var/lib/gpunode";
   std::string variant = "default";
+  // Where the variant came from when not from --variant or the built-in:
+  // "GPUNODE_VARIANT" or "<file>:LINE" (resolve_site_settings sets it), so
+  // an error about --replicas or --rename-shared can say why the variant is
+  // what it is.
+  std::string variant_origin;
   std::optional<int> replicas;
   bool rename_shared = false;
   std::optional<std::string> node;  // set but empty is an error

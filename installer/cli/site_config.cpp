@@ -18,18 +18,19 @@ constexpr std::size_t kMaxConfigBytes = 256 * 1024;
 std::string check_timeout(const std::string& v) {
   return parse_duration(v) ? ""
                            : "expected a positive duration of at most 168h "
-                             "such as 10m, 90s or 1h30m, got '" +
-                                 v + "'";
+                             "such as 10m, 90s or 1h30m, got " +
+                                 quoted_value(v);
 }
 std::string check_min_driver(const std::string& v) {
   return valid_driver_version(v)
              ? ""
-             : "expected a dotted version such as 550.54.15, got '" + v + "'";
+             : "expected a dotted version such as 550.54.15, got " +
+                   quoted_value(v);
 }
 std::string check_key_path(const std::string& v) {
   return !v.empty() && v.front() == '/'
              ? ""
-             : "expected an absolute path, got '" + v + "'";
+             : "expected an absolute path, got " + quoted_value(v);
 }
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -55,9 +56,13 @@ struct Found {
 
 using Values = std::map<std::string, Found>;
 
-Result<Values> read_env(const EnvLookup& env) {
+// A variable whose flag was given is not read at all: the flag overrides
+// it, as the fix line of a bad one says.
+Result<Values> read_env(const EnvLookup& env,
+                        const std::set<std::string>& given_flags) {
   Values out;
   for (const SettingSpec& spec : setting_specs()) {
+    if (given_flags.count(spec.flag)) continue;
     auto raw = env(spec.env);
     if (!raw || raw->empty()) continue;
     Found f;
@@ -69,7 +74,7 @@ Result<Values> read_env(const EnvLookup& env) {
           raw->size() <= 9 &&
           raw->find_first_not_of("0123456789") == std::string::npos;
       problem = digits ? replicas_problem(std::stoll(*raw))
-                       : "expected a whole number, got '" + *raw + "'";
+                       : "expected a whole number, got " + quoted_value(*raw);
       if (digits) f.number = std::stoll(*raw);
     } else if (key == "trust-keys") {
       f.paths = split_commas(*raw);
@@ -209,7 +214,7 @@ Result<std::vector<Setting>> resolve_site_settings(
   auto fs = make_rooted_file_system(v.root);
   const std::string shown =
       v.root == "/" ? kSiteConfigPath : fs->resolve(kSiteConfigPath);
-  auto from_env = read_env(env);
+  auto from_env = read_env(env, given_flags);
   if (!from_env) return from_env.error();
   auto from_file = read_file(*fs, shown);
   if (!from_file) return from_file.error();
@@ -231,7 +236,10 @@ Result<std::vector<Setting>> resolve_site_settings(
     }
     if (found != nullptr) {
       s.origin = found->origin;
-      if (key == "variant") v.variant = found->text;
+      if (key == "variant") {
+        v.variant = found->text;
+        v.variant_origin = found->origin;
+      }
       if (key == "timeout") v.timeout = found->text;
       if (key == "min-driver") v.min_driver = found->text;
       if (key == "replicas") v.replicas = static_cast<int>(found->number);

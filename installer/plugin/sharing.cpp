@@ -1,6 +1,7 @@
 #include "gpunode/sharing.hpp"
 
 #include "exposure/gpu_exposure.hpp"
+#include "gpunode/text.hpp"
 
 namespace gpunode {
 
@@ -19,7 +20,7 @@ std::string sharing_inputs(const Sharing& s) {
 std::string variant_problem(std::string_view variant) {
   return find_exposure_kind(variant) != nullptr
              ? ""
-             : "unknown variant '" + std::string(variant) + "' (choose " +
+             : "unknown variant " + quoted_value(variant) + " (choose " +
                    exposure_choices() + ")";
 }
 

@@ -399,3 +399,173 @@ TEST_CASE(
              root.path() + "/etc/gpunode/keys/site.pub"})
             .exit_code == 0);
 }
+
+// Regression (independent try of issue 26): the findings about config show,
+// the environment and echoed values, each pinned to its exact text.
+namespace {
+test::ScopedEnv& clean_env(test::ScopedEnv& env) {
+  for (const auto& spec : setting_specs()) env.unset(spec.env);
+  return env;
+}
+// CLI11 wraps help lines: each run of spaces and newlines as one space.
+std::string folded_space(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const bool space = c == ' ' || c == '\n';
+    if (!space)
+      out += c;
+    else if (!out.empty() && out.back() != ' ')
+      out += ' ';
+  }
+  return out;
+}
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+}  // namespace
+
+TEST_CASE("config show refuses bad flag values as install does",
+          "[config][regression]") {
+  TempDir root;
+  test::ScopedEnv env;
+  clean_env(env);
+  const auto before = test::snapshot_tree(root.path());
+  auto r = cli({"config", "show", "--root", root.path(), "--variant", "bogus"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("--variant: unknown variant 'bogus' (choose 'default' or "
+                   "'time-slicing')") != std::string::npos);
+  auto t = cli({"config", "show", "--root", root.path(), "--timeout", "0s"});
+  CHECK(t.exit_code == 2);
+  CHECK(t.err.find("--timeout: expected a positive duration") !=
+        std::string::npos);
+  CHECK(test::snapshot_tree(root.path()) == before);
+}
+
+TEST_CASE("config show --json ends with a result event, also when refused",
+          "[config][regression]") {
+  TempDir root;
+  test::ScopedEnv env;
+  clean_env(env);
+  // Not UTF-8: once an internal json error (exit 5), now a usage error.
+  auto bad = cli({"config", "show", "--root", root.path(), "--json",
+                  "--variant", "a\xff"});
+  CHECK(bad.exit_code == 2);
+  auto lines = json_lines(bad.out);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0]["event"] == "error");
+  CHECK(lines[0]["exit_code"] == 2);
+  CHECK(lines[1]["event"] == "result");
+  CHECK(lines[1]["command"] == "config show");
+  CHECK(lines[1]["status"] == "invalid-input");
+
+  write_config(root, "variant = \"time-slicing\"\nreplicas = 4\n");
+  auto ok = cli({"config", "show", "--root", root.path(), "--json"});
+  CHECK(ok.exit_code == 0);
+  lines = json_lines(ok.out);
+  REQUIRE(lines.size() == 1);
+  const nlohmann::json& result = lines[0];
+  CHECK(result["event"] == "result");
+  CHECK(result["schema"] == 1);
+  CHECK(result["command"] == "config show");
+  CHECK(result["exit_code"] == 0);
+  const nlohmann::json& effective = result["effective"];
+  CHECK(effective["variant"] == "time-slicing");
+  CHECK(effective["replicas"] == 4);  // a number, not a display string
+  CHECK(effective["timeout"] == 600.0);
+  CHECK(effective["min-driver"].is_null());
+  CHECK(effective["trust-keys"] == nlohmann::json::array());
+
+  // A site replicas default unused by the default variant: 1 slot per GPU.
+  auto unused = cli({"config", "show", "--root", root.path(), "--json",
+                     "--variant", "default"});
+  CHECK(unused.exit_code == 0);
+  CHECK(json_lines(unused.out).at(0)["effective"]["replicas"] == 1);
+}
+
+TEST_CASE("a given flag overrides its variable: a bad variable is not read",
+          "[config][regression]") {
+  TempDir root;
+  FlagValues v;
+  v.root = root.path();
+  v.replicas = 4;
+  auto r = resolve_site_settings(v, {"--replicas"},
+                                 env_of({{"GPUNODE_REPLICAS", "lots"},
+                                         {"GPUNODE_VARIANT", "time-slicing"}}));
+  REQUIRE(r);
+  CHECK(find(*r, "replicas").source == SettingSource::kFlag);
+  CHECK(v.replicas == 4);
+  // Without the flag the same variable is refused, as before.
+  FlagValues w;
+  w.root = root.path();
+  CHECK_FALSE(
+      resolve_site_settings(w, {}, env_of({{"GPUNODE_REPLICAS", "lots"}})));
+}
+
+TEST_CASE("a time-slicing flag refused names where the variant came from",
+          "[config][regression]") {
+  TempDir root;
+  test::ScopedEnv env;
+  clean_env(env);
+  env.set("GPUNODE_VARIANT", "default");
+  const auto before = test::snapshot_tree(root.path());
+  auto r = cli({"plan", "--root", root.path(), "--rename-shared"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--rename-shared: applies only to --variant time-slicing; "
+                   "the variant 'default' comes from GPUNODE_VARIANT") !=
+        std::string::npos);
+  CHECK(test::snapshot_tree(root.path()) == before);
+  env.unset("GPUNODE_VARIANT");
+  TempDir with_file;
+  write_config(with_file, "variant = \"default\"\n");
+  const auto before_file = test::snapshot_tree(with_file.path());
+  auto f = cli({"plan", "--root", with_file.path(), "--replicas", "4"});
+  CHECK(f.exit_code == 2);
+  CHECK(f.err.find("; the variant 'default' comes from " + with_file.path() +
+                   "/etc/gpunode/config.toml:1") != std::string::npos);
+  CHECK(test::snapshot_tree(with_file.path()) == before_file);
+  // Given by flag, the variant needs no origin.
+  auto g = cli({"plan", "--root", with_file.path(), "--variant", "default",
+                "--replicas", "4"});
+  CHECK(g.exit_code == 2);
+  CHECK(g.err.find("comes from") == std::string::npos);
+}
+
+TEST_CASE("--help names the variables and config keys behind the flags",
+          "[config][regression]") {
+  for (const char* command : {"install", "plan", "status"}) {
+    INFO(command);
+    auto r = cli({command, "--help"});
+    CHECK(r.exit_code == 0);
+    for (const char* text :
+         {"Unset: GPUNODE_VARIANT, else config.toml's variant",
+          "Unset: GPUNODE_REPLICAS, else config.toml's replicas",
+          "Unset: GPUNODE_TIMEOUT, else config.toml's timeout",
+          "Unset: GPUNODE_MIN_DRIVER, else config.toml's min-driver",
+          "GPUNODE_TRUST_KEYS, else config.toml's trust-keys"}) {
+      INFO(text);
+      CHECK(folded_space(r.out).find(text) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a huge value is echoed cut, with its size", "[config][regression]") {
+  TempDir root;
+  test::ScopedEnv env;
+  clean_env(env);
+  const std::string huge(20000, 'v');
+  auto r = cli({"plan", "--root", root.path(), "--variant", huge});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--variant: unknown variant '" + std::string(64, 'v') +
+                   "...' (20000 bytes)") != std::string::npos);
+  CHECK(r.err.size() < 1000);
+  env.set("GPUNODE_TIMEOUT", huge);
+  auto e = cli({"config", "show", "--root", root.path()});
+  CHECK(e.exit_code == 2);
+  CHECK(e.err.find("(20000 bytes)") != std::string::npos);
+  CHECK(e.err.size() < 1000);
+}

@@ -26,3 +26,23 @@ TEST_CASE("join and trim_space", "[text]") {
   CHECK(gpunode::trim_space(" \t\r\nx y\n") == "x y");
   CHECK(gpunode::trim_space(" \n ") == "");
 }
+
+TEST_CASE("quoted_value: short values whole, long ones cut with their size",
+          "[text]") {
+  using gpunode::kEchoLimit;
+  using gpunode::quoted_value;
+  CHECK(quoted_value("bogus") == "'bogus'");
+  CHECK(quoted_value("") == "''");
+  const std::string at_limit(kEchoLimit, 'a');
+  CHECK(quoted_value(at_limit) == "'" + at_limit + "'");
+  const std::string big(20000, 'x');
+  CHECK(quoted_value(big) ==
+        "'" + std::string(kEchoLimit, 'x') + "...' (20000 bytes)");
+  // A two-byte character across the cut is kept whole or dropped whole.
+  std::string utf8(kEchoLimit - 1, 'a');
+  utf8 += "\xC3\xA9";  // é: bytes kEchoLimit-1 and kEchoLimit
+  utf8 += std::string(10, 'b');
+  CHECK(quoted_value(utf8) == "'" + std::string(kEchoLimit - 1, 'a') +
+                                  "...' (" + std::to_string(utf8.size()) +
+                                  " bytes)");
+}

@@ -19,4 +19,11 @@ std::string join(const std::vector<std::string>& items,
 // A size for people: "512 bytes", "26.4 KiB", "154.7 MiB", "1.25 GiB".
 std::string human_bytes(std::uint64_t bytes);
 
+// A value someone typed, quoted for an error message: 'value', or when it is
+// longer than kEchoLimit bytes its start and its size ('aaaa...' (20000
+// bytes)), so a pasted file or a runaway variable does not flood the
+// terminal or the journal. The cut falls on a UTF-8 character boundary.
+inline constexpr std::size_t kEchoLimit = 64;
+std::string quoted_value(std::string_view value);
+
 }  // namespace gpunode
