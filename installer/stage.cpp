@@ -14,6 +14,40 @@ const char* check_status_name(CheckStatus s) {
   return "unknown";
 }
 
+const char* stage_part_name(StagePart p) {
+  switch (p) {
+    case StagePart::kNode:
+      return "node";
+    case StagePart::kCluster:
+      return "cluster";
+    case StagePart::kWholeRun:
+      return "whole-run";
+  }
+  return "node";
+}
+
+bool Stage::runs_in(Scope scope) const {
+  switch (part()) {
+    case StagePart::kNode:
+      return has_node_part(scope);
+    case StagePart::kCluster:
+      return true;  // the node part reads what the cluster part made
+    case StagePart::kWholeRun:
+      return scope == Scope::kBoth;
+  }
+  return false;
+}
+
+Check ClusterObjectStage::check(Context& ctx) {
+  return ctx.carries_cluster_part() ? check_cluster_part(ctx)
+                                    : check_from_node(ctx);
+}
+
+Result<void> ClusterObjectStage::apply(Context& ctx, const Check& needed) {
+  return ctx.carries_cluster_part() ? apply_cluster_part(ctx, needed)
+                                    : wait_from_node(ctx, needed);
+}
+
 Check satisfied(std::string code, std::string summary) {
   Check c;
   c.status = CheckStatus::kSatisfied;

@@ -78,7 +78,7 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
       {configmap_name(), configmap_path()},
       {"RuntimeClass nvidia", "/apis/node.k8s.io/v1/runtimeclasses/nvidia"},
   };
-  if (!has_cluster_part(ctx.scope())) {
+  if (!ctx.carries_cluster_part()) {
     // The node part's uninstall (an agent, the kubelet's identity): the
     // cluster's objects serve every GPU node and stay.
     report.info("uninstall",
@@ -86,7 +86,7 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
                 "node: kept (gpunode uninstall on a server removes them)");
     owned.clear();
   }
-  if (has_node_part(ctx.scope())) {
+  if (ctx.carries_node_part()) {
     // This node's GPU labels go (server-side apply of none, as the manager
     // that set them), so the DaemonSet leaves it: on an agent, and on a
     // single-node server too (the independent try of issue 25 found them

@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "exposure/gpu_exposure.hpp"
 #include "gpunode/crash_point.hpp"
 #include "gpunode/pipeline.hpp"
 
@@ -14,7 +15,22 @@ void register_version(CLI::App& app, CommandIo& io) {
   cmd->callback([json, &io]() {
     const auto stages = pipeline_stage_names();
     if (*json) {
-      nlohmann::json j{{"version", GPUNODE_VERSION}, {"stages", stages}};
+      // Each stage's part and whether it is opt-in: the one list the docs,
+      // the JSON events document and the Ansible role are checked against
+      // (test/e2e/stage_list_test.cpp).
+      nlohmann::json parts = nlohmann::json::array();
+      for (const auto& stage : make_pipeline())
+        parts.push_back({{"name", std::string(stage->name())},
+                         {"part", stage_part_name(stage->part())},
+                         {"opt_in", stage->opt_in()}});
+      // --variant's choices, the GPU exposure strategies this binary has.
+      nlohmann::json variants = nlohmann::json::array();
+      for (const ExposureKind& kind : exposure_kinds())
+        variants.push_back(kind.name);
+      nlohmann::json j{{"version", GPUNODE_VERSION},
+                       {"stages", stages},
+                       {"stage_parts", parts},
+                       {"variants", variants}};
       if (crash_points_compiled_in()) j["test_build"] = true;
       io.out << j.dump() << '\n';
     } else {

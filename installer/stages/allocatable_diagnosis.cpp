@@ -108,7 +108,7 @@ std::optional<Diagnosis> diagnose(ClusterPass& pass, const Expectation& want,
   Context& ctx = pass.ctx();
   // The node's own identity cannot read DaemonSets (RBAC NodeRules): a
   // missing pod then says the cluster part is missing.
-  const bool admin = has_cluster_part(ctx.scope());
+  const bool admin = ctx.carries_cluster_part();
   // Whether the DaemonSet's template carries the wanted config: when not,
   // a pod on other settings waits for the plugin stage, not a restart.
   bool template_current = true;

@@ -50,7 +50,8 @@ class AllocatableStage : public Stage {
   std::string_view name() const override { return "allocatable"; }
   std::string_view layer() const override { return "node allocatable"; }
   // The node part waits for this node; the cluster part for every GPU node.
-  bool runs_in(Scope) const override { return true; }
+  // (Context::expected_slots knows which nodes a run covers.)
+  StagePart part() const override { return StagePart::kCluster; }
 
   std::string inputs(Context& ctx) const override {
     return sharing_inputs(ctx.opts.sharing) + "\nnode=" + ctx.opts.node + "\n";

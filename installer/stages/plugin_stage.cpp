@@ -68,26 +68,27 @@ std::vector<std::string> stale_resources(
   return out;
 }
 
-class PluginStage : public Stage {
+class PluginStage : public ClusterObjectStage {
  public:
   std::string_view name() const override { return "plugin"; }
   std::string_view layer() const override { return "device plugin"; }
-  // The node part only reads (and waits for its pod): no write to dry-run.
-  bool writes_only_cluster_objects(Scope scope) const override {
-    return has_cluster_part(scope);
-  }
-
   std::string inputs(Context& ctx) const override {
     return sharing_inputs(ctx.opts.sharing) + "\nimage=" + ctx.opts.image_ref +
            "\nreplace_existing=" +
            (ctx.opts.replace_existing ? "true" : "false") + "\n";
   }
 
-  // The node part reads what the cluster part made; only that applies it.
-  bool runs_in(Scope) const override { return true; }
+  // The node part reads what the cluster part made, as this node's plugin
+  // pod shows it, and waits for that pod (stages/plugin_node.cpp).
+ protected:
+  Check check_from_node(Context& ctx) override {
+    return check_plugin_from_node(ctx);
+  }
+  Result<void> wait_from_node(Context& ctx, const Check&) override {
+    return wait_for_plugin_pod(ctx);
+  }
 
-  Check check(Context& ctx) override {
-    if (!has_cluster_part(ctx.scope())) return check_plugin_from_node(ctx);
+  Check check_cluster_part(Context& ctx) override {
     auto state = read_plugin_state(ctx);
     if (!state) return cluster_blocked(ctx, state.error(), "plugin.manifest");
     const PluginState& s = *state;
@@ -230,8 +231,7 @@ class PluginStage : public Stage {
     return c;
   }
 
-  Result<void> apply(Context& ctx, const Check&) override {
-    if (!has_cluster_part(ctx.scope())) return wait_for_plugin_pod(ctx);
+  Result<void> apply_cluster_part(Context& ctx, const Check&) override {
     auto state = read_plugin_state(ctx);
     if (!state) return state.error();
     auto kube = ctx.cluster();

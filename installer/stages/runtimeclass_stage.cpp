@@ -13,7 +13,7 @@ namespace {
 
 constexpr const char* kPath = "/apis/node.k8s.io/v1/runtimeclasses/nvidia";
 
-class RuntimeClassStage : public Stage {
+class RuntimeClassStage : public ClusterObjectStage {
  public:
   std::string_view name() const override { return "runtimeclass"; }
   std::string_view layer() const override { return "RuntimeClass"; }
@@ -23,23 +23,12 @@ class RuntimeClassStage : public Stage {
            "\nruntimeclass=nvidia handler=nvidia\n";
   }
 
-  bool writes_only_cluster_objects(Scope) const override { return true; }
   // The node part reads it (the Node authorizer's NodeRules let a node get
   // RuntimeClasses); only the cluster part creates it.
-  bool runs_in(Scope) const override { return true; }
-
-  Check check(Context& ctx) override {
-    auto kube = ctx.cluster();
-    if (!kube) return from_error(ctx, kube.error());
-    auto live = (*kube)->get(kPath, ctx.deadline);
+ protected:
+  Check check_cluster_part(Context& ctx) override {
+    auto live = read_live(ctx);
     if (!live) return from_error(ctx, live.error());
-    if (!*live && !has_cluster_part(ctx.scope())) {
-      return blocked("runtimeclass.cluster-part",
-                     "RuntimeClass nvidia does not exist: the cluster part "
-                     "has not run yet (this node's identity may read it, "
-                     "not create it)",
-                     cluster_part_command());
-    }
     if (!*live) {
       Check c = needed(
           "runtimeclass.missing", "RuntimeClass nvidia does not exist",
@@ -49,30 +38,29 @@ class RuntimeClassStage : public Stage {
       c.facts["managed_by_gpunode"] = false;
       return c;
     }
-    const std::string handler = (**live).value("handler", "");
-    if (handler != "nvidia") {
-      return blocked("runtimeclass.other-handler",
-                     "RuntimeClass nvidia exists with handler '" + handler +
-                         "', not 'nvidia': Pods naming it would not get the "
-                         "NVIDIA runtime",
-                     "kubectl get runtimeclass nvidia -o yaml to see who made "
-                     "it; if nothing "
-                     "needs that handler: kubectl delete runtimeclass nvidia, "
-                     "then rerun gpunode");
-    }
-    const auto labels =
-        (**live)["metadata"].value("labels", kube::json::object());
-    const bool ours = labels.value(kManagedByLabel, "") == "gpunode";
-    Check c = satisfied("runtimeclass.ok",
-                        std::string("RuntimeClass nvidia -> handler nvidia") +
-                            (ours ? " (created by gpunode)"
-                                  : " (not created by gpunode; kept)"));
-    c.facts["handler"] = handler;
-    c.facts["managed_by_gpunode"] = ours;
-    return c;
+    return check_live(**live);
   }
 
-  Result<void> apply(Context& ctx, const Check&) override {
+  Check check_from_node(Context& ctx) override {
+    auto live = read_live(ctx);
+    if (!live) return from_error(ctx, live.error());
+    if (!*live) {
+      return blocked("runtimeclass.cluster-part",
+                     "RuntimeClass nvidia does not exist: the cluster part "
+                     "has not run yet (this node's identity may read it, "
+                     "not create it)",
+                     cluster_part_command());
+    }
+    return check_live(**live);
+  }
+
+  // The node part never finds it to create: its check is satisfied or
+  // blocked, so the runner never calls this.
+  Result<void> wait_from_node(Context& ctx, const Check& needed) override {
+    return apply_cluster_part(ctx, needed);
+  }
+
+  Result<void> apply_cluster_part(Context& ctx, const Check&) override {
     auto kube = ctx.cluster();
     if (!kube) return kube.error();
     auto texts = ctx.manifests();
@@ -85,6 +73,36 @@ class RuntimeClassStage : public Stage {
   }
 
  private:
+  static Result<std::optional<kube::json>> read_live(Context& ctx) {
+    auto kube = ctx.cluster();
+    if (!kube) return kube.error();
+    return (*kube)->get(kPath, ctx.deadline);
+  }
+
+  // The RuntimeClass as found: ours or k3s's with handler nvidia is kept.
+  static Check check_live(const kube::json& live) {
+    const std::string handler = live.value("handler", "");
+    if (handler != "nvidia") {
+      return blocked("runtimeclass.other-handler",
+                     "RuntimeClass nvidia exists with handler '" + handler +
+                         "', not 'nvidia': Pods naming it would not get the "
+                         "NVIDIA runtime",
+                     "kubectl get runtimeclass nvidia -o yaml to see who made "
+                     "it; if nothing "
+                     "needs that handler: kubectl delete runtimeclass nvidia, "
+                     "then rerun gpunode");
+    }
+    const auto labels = live["metadata"].value("labels", kube::json::object());
+    const bool ours = labels.value(kManagedByLabel, "") == "gpunode";
+    Check c = satisfied("runtimeclass.ok",
+                        std::string("RuntimeClass nvidia -> handler nvidia") +
+                            (ours ? " (created by gpunode)"
+                                  : " (not created by gpunode; kept)"));
+    c.facts["handler"] = handler;
+    c.facts["managed_by_gpunode"] = ours;
+    return c;
+  }
+
   static Check from_error(Context& ctx, const Error& e) {
     return cluster_blocked(ctx, e, "runtimeclass.manifest");
   }

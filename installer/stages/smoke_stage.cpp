@@ -50,7 +50,7 @@ class SmokeStage : public Stage {
   // It creates a Pod: a node's own identity may create only mirror pods
   // (NodeRestriction), and a run of the cluster part alone has no GPUs of
   // its own to try. A single node's run of both parts has both.
-  bool runs_in(Scope scope) const override { return scope == Scope::kBoth; }
+  StagePart part() const override { return StagePart::kWholeRun; }
   bool asked_for(const Options& opts) const override { return opts.smoke; }
 
   Check check(Context& ctx) override {

@@ -535,7 +535,7 @@ TEST_CASE("a time-slicing flag refused names where the variant came from",
   CHECK(g.err.find("comes from") == std::string::npos);
 }
 
-TEST_CASE("--help names the variables and config keys behind the flags",
+TEST_CASE("help: the setting flags name their variables and config keys",
           "[config][regression]") {
   for (const char* command : {"install", "plan", "status"}) {
     INFO(command);

@@ -99,6 +99,11 @@ class Context {
   // scope this run does: --scope, else by the role (run/host_role.hpp).
   HostRole host_role();
   Scope scope();
+  // The parts this host carries out, by scope(): the one place a run's
+  // scope becomes what it does. The cluster part works with an admin
+  // kubeconfig; the node part alone has the kubelet's identity.
+  bool carries_node_part() { return has_node_part(scope()); }
+  bool carries_cluster_part() { return has_cluster_part(scope()); }
   // The kubeconfig this run uses: --kubeconfig, else the kubelet's for the
   // node part alone, else k3s's admin one.
   std::string kubeconfig();

@@ -47,6 +47,17 @@ Check needed(std::string code, std::string summary, std::string action);
 Check blocked(std::string code, std::string summary, std::string fix,
               ExitCode exit = ExitCode::kBlocked);
 
+// Which part of a run a stage belongs to (README, "Scope"). The run's scope
+// decides which parts this host carries out (Context::carries_*_part); a
+// stage only says which part it is of, and never asks for the scope.
+enum class StagePart {
+  kNode,     // this host's layers: run by the node part
+  kCluster,  // the cluster's objects and what they make of the GPU nodes:
+             // made by the cluster part, read (or waited for) by the node part
+  kWholeRun  // an action over both parts (the smoke Pod): a run of both only
+};
+const char* stage_part_name(StagePart p);
+
 class Stage {
  public:
   virtual ~Stage() = default;
@@ -68,10 +79,31 @@ class Stage {
   // every write with dryRun=All, so the API server validates (admission,
   // schema) what install would write, and nothing is stored.
   virtual bool writes_only_cluster_objects(Scope) const { return false; }
-  // Whether a run of `scope` has this stage (Options::scope): the layers of
-  // this host belong to the node part, the cluster's objects to both parts
-  // (read-only in the node part), the smoke Pod to a run of both.
-  virtual bool runs_in(Scope scope) const { return has_node_part(scope); }
+  virtual StagePart part() const { return StagePart::kNode; }
+  // Whether a run of `scope` has this stage, by its part().
+  bool runs_in(Scope scope) const;
+};
+
+// A stage over objects the cluster part makes (the RuntimeClass, the device
+// plugin): a run that carries the cluster part checks and applies them; one
+// without it (--scope node, the kubelet's identity) only reads what this
+// node can see of them, and waits. The choice is made here, once.
+class ClusterObjectStage : public Stage {
+ public:
+  StagePart part() const final { return StagePart::kCluster; }
+  Check check(Context& ctx) final;
+  Result<void> apply(Context& ctx, const Check& needed) final;
+  // The node part's reading writes nothing, so it needs no dry run.
+  bool writes_only_cluster_objects(Scope scope) const final {
+    return has_cluster_part(scope);
+  }
+
+ protected:
+  virtual Check check_cluster_part(Context& ctx) = 0;
+  virtual Result<void> apply_cluster_part(Context& ctx,
+                                          const Check& needed) = 0;
+  virtual Check check_from_node(Context& ctx) = 0;
+  virtual Result<void> wait_from_node(Context& ctx, const Check& needed) = 0;
 };
 
 using StageList = std::vector<std::unique_ptr<Stage>>;

@@ -20,6 +20,13 @@ from ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode_events imp
     safe_text,
 )
 
+# gpunode's --variant choices: `gpunode version --json`'s `variants` (its
+# GPU exposure strategies). The modules' argument specs take them from
+# here; their DOCUMENTATION and roles/gpunode/meta/argument_specs.yml must
+# repeat them for ansible-doc, and gpunode's test/e2e/stage_list_test.cpp
+# holds all of them to the binary's list.
+VARIANTS = ('default', 'time-slicing')
+
 # Options every module takes (the DOCUMENTATION fragment
 # gpunode.gpunode.common says the same to ansible-doc).
 COMMON_ARGS = dict(

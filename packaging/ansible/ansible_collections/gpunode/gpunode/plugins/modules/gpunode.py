@@ -269,6 +269,7 @@ from ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode_events imp
 )
 from ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode_run import (
     COMMON_ARGS,
+    VARIANTS,
     binary_of,
     option_flags,
     root_flags,
@@ -310,7 +311,7 @@ def main():
         scope=dict(type='str', choices=['node', 'cluster', 'both']),
         kubeconfig=dict(type='path'),
         node=dict(type='str'),
-        variant=dict(type='str', choices=['default', 'time-slicing']),
+        variant=dict(type='str', choices=list(VARIANTS)),
         replicas=dict(type='int'),
         rename_shared=dict(type='bool', default=False),
         all_nodes=dict(type='bool', default=False),

@@ -179,6 +179,7 @@ from ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode_events imp
 )
 from ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode_run import (
     COMMON_ARGS,
+    VARIANTS,
     binary_of,
     option_flags,
     root_flags,
@@ -192,7 +193,7 @@ def main():
     argument_spec.update(
         scope=dict(type='str', choices=['node', 'cluster', 'both']),
         kubeconfig=dict(type='path'),
-        variant=dict(type='str', choices=['default', 'time-slicing']),
+        variant=dict(type='str', choices=list(VARIANTS)),
         replicas=dict(type='int'),
         rename_shared=dict(type='bool', default=False),
         only=dict(type='list', elements='str', default=[]),
