@@ -530,6 +530,13 @@ class Run {
       report_.info("plan", totals_.human());
       extra["plan"] = totals_.to_json();
     }
+    // What the run planned for this node and each GPU node's slots, as far
+    // as its stages got (plan/node_plan.hpp).
+    if (previewing()) {
+      const nlohmann::json planned = ctx_.plan_so_far();
+      for (const auto& [key, value] : planned.items())
+        extra["plan"][key] = value;
+    }
     report_.result(command_, code, summary, outcomes_, extra);
     return code;
   }

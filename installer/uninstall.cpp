@@ -2,22 +2,20 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "containerd/ctr_client.hpp"
 #include "containerd/mirror_share.hpp"
 #include "gpunode/journal.hpp"
 #include "gpunode/run_lock.hpp"
 #include "gpunode/state_dir.hpp"
 #include "kube/manifests.hpp"
+#include "plan/node_plan.hpp"
 #include "plugin/device_plugin_plan.hpp"
 #include "run/cluster_facts.hpp"
 
 namespace gpunode {
 namespace {
-
-struct Owned {
-  std::string what;
-  std::string path;
-};
 
 // Removes `ref` from k3s's containerd, with the pinned name@digest an
 // import for the embedded registry mirror added (containerd/mirror_share.hpp)
@@ -73,11 +71,9 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
   for (const auto& [layer, text] : ctx.take_warnings())
     report.warning(layer, text);
   if (!kube) return fail(kube.error());
-  std::vector<Owned> owned = {
-      {daemonset_name(), daemonset_path()},
-      {configmap_name(), configmap_path()},
-      {"RuntimeClass nvidia", "/apis/node.k8s.io/v1/runtimeclasses/nvidia"},
-  };
+  // The cluster part's objects, the last made first (plan/node_plan.hpp).
+  std::vector<ClusterObject> owned = owned_cluster_objects();
+  std::reverse(owned.begin(), owned.end());
   if (!ctx.carries_cluster_part()) {
     // The node part's uninstall (an agent, the kubelet's identity): the
     // cluster's objects serve every GPU node and stay.

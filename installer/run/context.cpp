@@ -5,6 +5,7 @@
 #include "gpu/gpu_probe.hpp"
 #include "gpunode/kube.hpp"
 #include "kube/dry_run_client.hpp"
+#include "plan/node_plan.hpp"
 #include "plugin/device_plugin_plan.hpp"
 #include "plugin/live_plugin.hpp"
 #include "plugin/slot_expectation.hpp"
@@ -182,6 +183,20 @@ Result<const DevicePluginPlan*> Context::plugin_plan() {
     if (plan && live) plan->config_hash = live->config_hash;
     return plan;
   });
+}
+
+Result<const NodePlan*> Context::node_plan() {
+  return memo(node_plan_, [&]() -> Result<NodePlan> {
+    auto name = node();
+    if (!name) return name.error();
+    auto counted = gpus();
+    if (!counted) return counted.error();
+    return plan_node(*name, **counted, opts);
+  });
+}
+
+nlohmann::json Context::plan_so_far() const {
+  return plan_json(node_plan_.value.get(), expected_slots_.value.get());
 }
 
 Result<const SlotExpectation*> Context::expected_slots(bool need_this_host) {

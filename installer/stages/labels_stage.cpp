@@ -9,7 +9,7 @@
 // the restricted kubernetes.io/ and k8s.io ones, not nvidia.com/.
 // It comes after the node's own layers: a node is labelled a GPU node only
 // once the plugin can run on it.
-#include "plugin/gpu_labels.hpp"
+#include "plan/node_plan.hpp"
 #include "run/cluster_facts.hpp"
 #include "stages/stages.hpp"
 
@@ -33,36 +33,37 @@ class LabelsStage : public Stage {
     if (!want) return cluster_blocked(ctx, want.error(), "labels.unknown");
     auto kube = ctx.cluster();
     if (!kube) return cluster_blocked(ctx, kube.error(), "labels.unknown");
-    auto live = (*kube)->get("/api/v1/nodes/" + want->node, ctx.deadline);
+    auto live = (*kube)->get("/api/v1/nodes/" + (*want)->node, ctx.deadline);
     if (!live) return cluster_blocked(ctx, live.error(), "labels.unknown");
     if (!*live) {
       const Error e =
-          node_not_in_cluster(ctx, **kube, want->node, ctx.deadline);
+          node_not_in_cluster(ctx, **kube, (*want)->node, ctx.deadline);
       return blocked("labels.no-node", e.message, e.fix, e.exit);
     }
     const json have = (**live)["metadata"].value("labels", json::object());
     std::string differ;
-    for (const auto& [key, value] : want->labels) {
+    for (const auto& [key, value] : (*want)->labels) {
       if (have.value(key, "") == value) continue;
       differ += (differ.empty() ? "" : ", ") + key + "=" + value +
                 (have.contains(key)
                      ? " (now " + have.value(key, std::string("?")) + ")"
                      : "");
     }
-    Check c =
-        differ.empty()
-            ? satisfied("labels.ok", "node " + want->node +
-                                         " is labelled as a GPU node (" +
-                                         list(want->labels) + ")")
-            : needed("labels.apply", "node " + want->node + " lacks GPU labels",
-                     "label node " + want->node + ": " + differ);
-    c.facts["node"] = want->node;
+    Check c = differ.empty()
+                  ? satisfied("labels.ok", "node " + (*want)->node +
+                                               " is labelled as a GPU node (" +
+                                               list((*want)->labels) + ")")
+                  : needed("labels.apply",
+                           "node " + (*want)->node + " lacks GPU labels",
+                           "label node " + (*want)->node + ": " + differ);
+    c.facts["node"] = (*want)->node;
     c.facts["labels"] = json::array();
-    for (const auto& [key, value] : want->labels)
+    for (const auto& [key, value] : (*want)->labels)
       c.facts["labels"].push_back({{"name", key},
                                    {"value", value},
                                    {"set", have.value(key, "") == value}});
-    if (!differ.empty()) c.facts["objects"]["update"] = {"Node " + want->node};
+    if (!differ.empty())
+      c.facts["objects"]["update"] = {"Node " + (*want)->node};
     return c;
   }
 
@@ -74,25 +75,17 @@ class LabelsStage : public Stage {
     const json node{
         {"apiVersion", "v1"},
         {"kind", "Node"},
-        {"metadata", {{"name", want->node}, {"labels", want->labels}}}};
+        {"metadata", {{"name", (*want)->node}, {"labels", (*want)->labels}}}};
     auto applied =
-        (*kube)->apply("/api/v1/nodes/" + want->node, node, ctx.deadline);
+        (*kube)->apply("/api/v1/nodes/" + (*want)->node, node, ctx.deadline);
     if (!applied) return applied.error();
     return {};
   }
 
  private:
-  struct Wanted {
-    std::string node;
-    std::map<std::string, std::string> labels;
-  };
-
-  static Result<Wanted> wanted(Context& ctx) {
-    auto node = ctx.node();
-    if (!node) return node.error();
-    auto gpus = ctx.gpus();
-    if (!gpus) return gpus.error();
-    return Wanted{*node, gpu_labels_for(**gpus)};
+  // The node plan's labels for this node (plan/node_plan.hpp).
+  static Result<const NodePlan*> wanted(Context& ctx) {
+    return ctx.node_plan();
   }
 
   static std::string list(const std::map<std::string, std::string>& labels) {

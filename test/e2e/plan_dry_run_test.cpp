@@ -129,3 +129,49 @@ TEST_CASE("status and install --dry-run send no real write", "[e2e][plan]") {
   CHECK(status.err.find("[plan]") == std::string::npos);
   CHECK(node.sim->stats()["writes"] == 0);
 }
+
+TEST_CASE("plan prints the plan: this node's part and each GPU node's slots",
+          "[e2e][plan]") {
+  REQUIRE_PARTS();
+  // Each variant, so the plan's slots follow the strategy.
+  struct Case {
+    std::vector<std::string> flags;
+    std::string resource;
+    long long after;  // the sim node has 1 GPU
+  };
+  for (const Case& c : {Case{{"--variant", "default"}, "nvidia.com/gpu", 1},
+                        Case{{"--variant", "time-slicing", "--replicas", "4"},
+                             "nvidia.com/gpu",
+                             4},
+                        Case{{"--variant", "time-slicing", "--rename-shared"},
+                             "nvidia.com/gpu.shared",
+                             8}}) {
+    INFO(c.flags.back());
+    SimGpuNode node;
+    std::vector<std::string> args = {"plan", "--image-archive", node.archive,
+                                     "--json"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    Run plan = node.gpunode(args);
+    INFO(plan.err);
+    CHECK(plan.exit_code == 0);
+    const auto ev = events(plan);
+    REQUIRE(ev.count("result"));
+    const json& p = ev.at("result")["plan"];
+    CHECK(p["node"]["name"] == "gpu-node-1");
+    CHECK(p["node"]["runtime_handler"] == "nvidia");
+    CHECK(p["node"]["labels"]["nvidia.com/gpu.present"] == "true");
+    CHECK(p["node"]["labels"]["nvidia.com/gpu.count"] == "1");
+    CHECK(p["node"]["plugin_image"] ==
+          "nvcr.io/nvidia/k8s-device-plugin:v0.19.3");
+    CHECK(p["node"]["smoke_image"].is_null());
+    CHECK(p["resource"] == c.resource);
+    REQUIRE(p["nodes"].size() == 1);
+    CHECK(p["nodes"][0]["node"] == "gpu-node-1");
+    CHECK(p["nodes"][0]["this_node"] == true);
+    CHECK(p["nodes"][0]["gpus"] == 1);
+    CHECK(p["nodes"][0]["after"] == c.after);
+    // The labels stage applied the plan's labels, not its own.
+    CHECK(ev.at("stage:labels")["facts"]["labels"].size() ==
+          p["node"]["labels"].size());
+  }
+}

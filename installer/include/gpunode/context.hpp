@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -31,6 +32,7 @@ struct ManifestTexts;     // plugin/manifest_texts.hpp
 struct DevicePluginPlan;  // plugin/device_plugin_plan.hpp
 struct LivePlugin;        // plugin/live_plugin.hpp
 struct SlotExpectation;   // plugin/slot_expectation.hpp
+struct NodePlan;          // plan/node_plan.hpp
 enum class HostRole;      // run/host_role.hpp
 
 // A bundle that passed verification in this run: what the stages take from it.
@@ -147,6 +149,12 @@ class Context {
   // The cluster changed under the expectation (labels, the DaemonSet), or
   // a wait starts from it as it is now.
   void refresh_expected_slots() { expected_slots_ = {}; }
+  // This host's part of the plan (plan/node_plan.hpp), made once from
+  // node() and gpus(): their error when either cannot be had.
+  Result<const NodePlan*> node_plan();
+  // As much of the plan as this run has made so far, for `plan` to print
+  // (the result's plan.node and plan.nodes); nothing is computed for it.
+  nlohmann::json plan_so_far() const;
 
   // Found while getting a fact (the kubeconfig's), not blocking: the runner
   // reports each once, after the check that found it, as (layer, text).
@@ -180,6 +188,7 @@ class Context {
   Memo<ManifestTexts> manifests_;
   Memo<DevicePluginPlan> plugin_plan_;
   Memo<SlotExpectation> expected_slots_;
+  Memo<NodePlan> node_plan_;
   std::shared_ptr<const SlotExpectation> self_unknown_;
   std::vector<std::pair<std::string, std::string>> warnings_;
 };
