@@ -77,11 +77,12 @@ cat "$work/status.txt"
 for stage in driver toolkit handler; do
   grep -q "^\[$stage\] *ok " "$work/status.txt" || fail "status: $stage not ok"
 done
-# NVML still loads: a stand-in libnvidia-ml.so.1 where RHEL keeps it
+# NVML still loads: the tests' stand-in libnvidia-ml.so.1 (test/stubs/
+# stub_nvidia_ml.c, answering as the H200 with no variable set) where RHEL keeps it
 # (/usr/lib64, which neither bullseye's ld.so.cache nor Debian's loader
 # searches), asked with --root / as on a real node.
 mkdir -p "$root/usr/lib64"
-cc -shared -fPIC -O2 -o "$root/usr/lib64/libnvidia-ml.so.1" "$repo/test/sim/fake_nvml.c"
+cc -shared -fPIC -O2 -o "$root/usr/lib64/libnvidia-ml.so.1" "$repo/test/stubs/stub_nvidia_ml.c"
 # libcuda.so.1 too: the driver layer proves CUDA works (a stand-in that
 # answers as CUDA 13.0 with two devices, test/stubs/stub_cuda.c).
 cc -shared -fPIC -O2 -o "$root/usr/lib64/libcuda.so.1" "$repo/test/stubs/stub_cuda.c"
