@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
 #include "cli/site_config.hpp"
+#include "exposure/gpu_exposure.hpp"
 #include "gpunode/report.hpp"
 #include "gpunode/terminal_text.hpp"
 #include "gpunode/text.hpp"
@@ -43,15 +44,21 @@ void register_config(CLI::App& app, CommandIo& io) {
                    "read under it)")
       ->capture_default_str();
   show->add_option("--variant", flags->variant,
-                   "As for install: 'default' or 'time-slicing'");
+                   "As for install: " + exposure_choices() +
+                       site_default_note("--variant", flags->variant));
   show->add_option("--replicas", flags->replicas,
-                   "As for install: time-slicing slots per GPU");
+                   "As for install: time-slicing slots per GPU (2 to 1024)" +
+                       site_default_note("--replicas", "8 with time-slicing"))
+      ->transform(decimal_only());
   show->add_option("--timeout", flags->timeout,
-                   "As for install: e.g. 10m, 90s, 1h30m");
+                   "As for install: e.g. 10m, 90s, 1h30m" +
+                       site_default_note("--timeout", flags->timeout));
   show->add_option("--min-driver", flags->min_driver,
-                   "As for install: lowest acceptable driver version");
+                   "As for install: lowest acceptable driver version" +
+                       site_default_note("--min-driver"));
   show->add_option("--trust-key", flags->trust_keys,
-                   "As for install: publisher key (Ed25519 .pub)");
+                   "As for install: publisher key (Ed25519 .pub)" +
+                       site_default_note("--trust-key"));
   show->add_flag("--json", flags->json, "As one JSON object on stdout");
   show->callback([flags, show, &io]() {
     FlagValues v = *flags;
@@ -71,7 +78,12 @@ void register_config(CLI::App& app, CommandIo& io) {
     // The same checks install makes of these values, flags included: what
     // config show prints is what install would run with, or its error.
     auto options = validate_flags(v);
-    if (!options) return refuse(options.error());
+    if (!options) {
+      Error e = options.error();
+      if (e.fix.empty())
+        e.fix = "gpunode install --help gives each flag's values";
+      return refuse(e);
+    }
     if (v.json) {
       nlohmann::json list = nlohmann::json::array();
       nlohmann::json effective = nlohmann::json::object();

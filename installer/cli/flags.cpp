@@ -11,7 +11,6 @@
 #include "gpunode/text.hpp"
 
 namespace gpunode {
-namespace {
 
 // CLI11 reads "010" as octal and "0x10" as hex; GPUNODE_REPLICAS and the
 // site config read decimal. One meaning for one text: decimal, leading
@@ -33,17 +32,13 @@ CLI::Validator decimal_only() {
       "DECIMAL", "decimal");
 }
 
-// Where a flag's value comes from when it is not given, for its help: the
-// setting's variable and config.toml key (cli/site_config.cpp owns both).
-std::string site_default_note(const char* flag) {
+std::string site_default_note(const char* flag, const std::string& builtin) {
   for (const SettingSpec& spec : setting_specs())
     if (std::string(spec.flag) == flag)
       return ". Unset: " + std::string(spec.env) + ", else config.toml's " +
-             spec.key;
+             spec.key + (builtin.empty() ? "" : ", else " + builtin);
   return "";
 }
-
-}  // namespace
 
 bool valid_node_name(const std::string& n) {
   // Kubernetes node names are DNS subdomains (RFC 1123): this also keeps
@@ -94,8 +89,8 @@ bool valid_driver_version(const std::string& v) {
 Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
   auto bad = [&]() {
     return usage_error(
-        "--timeout: expected a positive duration such as 10m, 90s or 1h30m, "
-        "got " +
+        "--timeout: expected a positive duration of at most 168h such as 10m, "
+        "90s or 1h30m, got " +
         quoted_value(text));
   };
   if (text.empty()) return bad();
@@ -153,10 +148,10 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
          "agent) uses the kubelet's own, "
          "/var/lib/rancher/k3s/agent/kubelet.kubeconfig")
       ->capture_default_str();
-  cmd->add_option("--timeout", v.timeout,
-                  "Give up after this long, e.g. 10m, 90s, 1h30m" +
-                      site_default_note("--timeout"))
-      ->capture_default_str();
+  cmd->add_option(
+      "--timeout", v.timeout,
+      "Give up after this long, e.g. 10m, 90s, 1h30m (at most 168h)" +
+          site_default_note("--timeout", v.timeout));
   cmd->add_option("--image-ref", v.image_ref,
                   "Device plugin image reference (default: " +
                       locked_device_plugin_image().ref +
@@ -169,13 +164,12 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
         "/etc/rancher/k3s/config.yaml, else the host name)");
     cmd->add_option("--variant", v.variant,
                     "Device plugin manifest: " + exposure_choices(true) +
-                        site_default_note("--variant"))
-        ->capture_default_str();
+                        site_default_note("--variant", v.variant));
     cmd->add_option(
            "--replicas", v.replicas,
            "Time-slicing slots per GPU (2 to 1024; default 8). Only with "
            "--variant time-slicing" +
-               site_default_note("--replicas"))
+               site_default_note("--replicas", "8 with time-slicing"))
         ->transform(decimal_only());
     cmd->add_flag(
         "--rename-shared", v.rename_shared,
@@ -297,7 +291,25 @@ Result<Options> validate_flags(const FlagValues& v) {
         !v.variant_origin.empty())
       message += "; the variant " + quoted_value(v.variant) + " comes from " +
                  v.variant_origin;
-    return usage_error(message);
+    Error e = usage_error(message);
+    // A fix that fits the setting refused.
+    switch (sharing.problem->setting) {
+      case SharingSetting::kVariant:
+        e.fix = "give --variant one of " + exposure_choices();
+        break;
+      case SharingSetting::kReplicas:
+        e.fix = find_exposure_kind(v.variant) != nullptr &&
+                        !variant_takes_replicas(v.variant)
+                    ? "add --variant time-slicing, or drop --replicas"
+                    : "give --replicas a whole number from " +
+                          std::to_string(kMinSharedReplicas) + " to " +
+                          std::to_string(kMaxReplicas);
+        break;
+      case SharingSetting::kRename:
+        e.fix = "add --variant time-slicing, or drop --rename-shared";
+        break;
+    }
+    return e;
   }
   o.sharing = *sharing.sharing;
 

@@ -50,6 +50,13 @@ struct FlagValues {
 enum class FlagSet { kInstall, kPlan, kStatus, kUninstall };
 
 void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set);
+// --replicas' reading: decimal only, as GPUNODE_REPLICAS and config.toml
+// read it (CLI11 alone takes 010 as octal, 0x10 as hex).
+CLI::Validator decimal_only();
+// For a setting flag's help: ". Unset: GPUNODE_X, else config.toml's x"
+// and, when given, ", else <builtin>".
+std::string site_default_note(const char* flag,
+                              const std::string& builtin = "");
 Result<Options> validate_flags(const FlagValues& v);
 
 // A dotted numeric version such as 550.54.15.

@@ -100,7 +100,22 @@ Result<Values> read_env(const EnvLookup& env,
 
 Result<Values> read_file(const FileSystem& fs, const std::string& shown) {
   Values out;
-  if (!fs.stat(kSiteConfigPath)) return out;
+  if (!fs.stat(kSiteConfigPath)) {
+    // A link that leads nowhere inside the root (dangling, a loop, or out
+    // of the root) is a file the operator made, not an absent one: refused,
+    // rather than the built-in defaults taken without a word.
+    if (fs.is_symlink(kSiteConfigPath)) {
+      // The link itself, not where it points.
+      const std::string link = fs.resolve_entry(kSiteConfigPath);
+      Error e = usage_error(link +
+                            ": a symbolic link that leads to no file inside "
+                            "the root (dangling, a loop, or out of it)");
+      e.fix = "point it at a file under the root, or remove it (sudo rm " +
+              link + ")";
+      return e;
+    }
+    return out;
+  }
   auto text = fs.read_file(kSiteConfigPath, kMaxConfigBytes);
   if (!text)
     return usage_error(shown + ": cannot read: " + text.error().message);

@@ -26,7 +26,11 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
   }
   auto options = validate_flags(flags);
   if (!options) {
-    report.refused(command, options.error(), ExitCode::kUsage);
+    Error e = options.error();
+    if (e.fix.empty())
+      e.fix = "gpunode " + std::string(command_name(mode, false)) +
+              " --help gives each flag's values";
+    report.refused(command, e, ExitCode::kUsage);
     return static_cast<int>(ExitCode::kUsage);
   }
   options->trust_keys_origin = trust_keys_origin(*settings);

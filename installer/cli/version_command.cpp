@@ -19,10 +19,17 @@ void register_version(CLI::App& app, CommandIo& io) {
       // the JSON events document and the Ansible role are checked against
       // (test/e2e/stage_list_test.cpp).
       nlohmann::json parts = nlohmann::json::array();
-      for (const auto& stage : make_pipeline())
+      for (const auto& stage : make_pipeline()) {
+        // The scopes whose run has the stage: a cluster stage is also in
+        // the node part's, which reads what the cluster part made.
+        nlohmann::json scopes = nlohmann::json::array();
+        for (Scope scope : {Scope::kNode, Scope::kCluster, Scope::kBoth})
+          if (stage->runs_in(scope)) scopes.push_back(scope_name(scope));
         parts.push_back({{"name", std::string(stage->name())},
                          {"part", stage_part_name(stage->part())},
-                         {"opt_in", stage->opt_in()}});
+                         {"opt_in", stage->opt_in()},
+                         {"scopes", scopes}});
+      }
       // --variant's choices, the GPU exposure strategies this binary has.
       nlohmann::json variants = nlohmann::json::array();
       for (const ExposureKind& kind : exposure_kinds())

@@ -27,6 +27,11 @@ using ReadFile = std::function<Result<std::string>(const std::string&)>;
 
 Error malformed(const std::string& source, const std::string& what,
                 std::string fix = {}) {
+  // Without a fix of its own: where to look, and the usual right file.
+  if (fix.empty())
+    fix = "kubectl --kubeconfig " + source +
+          " config view shows what is wrong with it; or give --kubeconfig "
+          "the cluster's (on a k3s server: /etc/rancher/k3s/k3s.yaml)";
   return Error{ExitCode::kUsage, "kubeconfig", source + ": " + what,
                std::move(fix)};
 }

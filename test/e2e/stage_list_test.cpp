@@ -4,6 +4,7 @@
 // docs/json-events.md or the Ansible role does not know fails this test,
 // naming the file to edit.
 #include <catch2/catch.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -99,6 +100,16 @@ TEST_CASE("stage list: version --json gives every stage's part",
     CHECK(parts.count(s["part"].get<std::string>()) == 1);
   }
   CHECK(from_parts == v["stages"].get<std::vector<std::string>>());
+  // Each part's scopes: a cluster stage is read by the node part too.
+  const std::map<std::string, std::vector<std::string>> scopes_of = {
+      {"node", {"node", "both"}},
+      {"cluster", {"node", "cluster", "both"}},
+      {"whole-run", {"both"}}};
+  for (const auto& s : v["stage_parts"]) {
+    INFO(s["name"]);
+    CHECK(s["scopes"].get<std::vector<std::string>>() ==
+          scopes_of.at(s["part"].get<std::string>()));
+  }
   // The opt-in stage is the smoke Pod, over both parts.
   for (const auto& s : v["stage_parts"])
     if (s["opt_in"] == true) CHECK(s["part"] == "whole-run");

@@ -533,3 +533,14 @@ TEST_CASE(
     }
   }
 }
+
+// Regression (independent try of issue 26): a malformed kubeconfig's error
+// had no fix line.
+TEST_CASE("a malformed kubeconfig's error says where to look", "[kube]") {
+  auto config = parse("clusters: [unclosed\n  - {");
+  REQUIRE_FALSE(config);
+  CHECK(config.error().fix ==
+        "kubectl --kubeconfig " + kSource +
+            " config view shows what is wrong with it; or give --kubeconfig "
+            "the cluster's (on a k3s server: /etc/rancher/k3s/k3s.yaml)");
+}

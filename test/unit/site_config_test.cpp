@@ -4,6 +4,7 @@
 #include "cli/site_config.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -568,4 +569,94 @@ TEST_CASE("a huge value is echoed cut, with its size", "[config][regression]") {
   CHECK(e.exit_code == 2);
   CHECK(e.err.find("(20000 bytes)") != std::string::npos);
   CHECK(e.err.size() < 1000);
+}
+
+// Regression (independent try of issue 26, second round).
+TEST_CASE("config show reads --replicas as install does: decimal only",
+          "[config][regression]") {
+  TempDir root;
+  test::ScopedEnv env;
+  clean_env(env);
+  auto r = cli({"config", "show", "--root", root.path(), "--variant",
+                "time-slicing", "--replicas", "010"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("replicas:   10  (flag --replicas)") != std::string::npos);
+  auto hex = cli({"config", "show", "--root", root.path(), "--variant",
+                  "time-slicing", "--replicas", "0x10"});
+  CHECK(hex.exit_code == 2);
+  CHECK(hex.err.find("expected a whole number in decimal, got '0x10'") !=
+        std::string::npos);
+  auto help = cli({"config", "show", "--help"});
+  CHECK(folded_space(help.out).find(
+            "Unset: GPUNODE_VARIANT, else config.toml's variant, else "
+            "default") != std::string::npos);
+}
+
+TEST_CASE("a config.toml link that leads nowhere in the root is refused",
+          "[config][regression]") {
+  for (const std::string target :
+       {"config.toml", "/nope.toml", "../../../../../../outside.toml"}) {
+    INFO(target);
+    TempDir root;
+    test::ScopedEnv env;
+    clean_env(env);
+    std::filesystem::create_directories(root.path() + "/etc/gpunode");
+    const std::string link = root.path() + "/etc/gpunode/config.toml";
+    REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
+    const auto before = test::snapshot_tree(root.path());
+    for (const char* command : {"config", "plan"}) {
+      INFO(command);
+      std::vector<std::string> args = {command};
+      if (std::string(command) == "config") args.push_back("show");
+      args.insert(args.end(), {"--root", root.path()});
+      auto r = cli(args);
+      CHECK(r.exit_code == 2);
+      CHECK(r.err.find(link +
+                       ": a symbolic link that leads to no file inside the "
+                       "root (dangling, a loop, or out of it)") !=
+            std::string::npos);
+      CHECK(r.err.find("fix: point it at a file under the root, or remove "
+                       "it (sudo rm " +
+                       link + ")") != std::string::npos);
+    }
+    CHECK(test::snapshot_tree(root.path()) == before);
+  }
+}
+
+TEST_CASE("refused setting flags say how to fix them", "[config][regression]") {
+  TempDir root;
+  test::ScopedEnv env;
+  clean_env(env);
+  auto replicas = cli({"plan", "--root", root.path(), "--replicas", "4"});
+  CHECK(replicas.exit_code == 2);
+  CHECK(replicas.err.find(
+            "fix: add --variant time-slicing, or drop --replicas") !=
+        std::string::npos);
+  auto rename = cli({"plan", "--root", root.path(), "--rename-shared"});
+  CHECK(rename.err.find(
+            "fix: add --variant time-slicing, or drop --rename-shared") !=
+        std::string::npos);
+  auto range = cli({"plan", "--root", root.path(), "--variant", "time-slicing",
+                    "--replicas", "1"});
+  CHECK(range.err.find("fix: give --replicas a whole number from 2 to 1024") !=
+        std::string::npos);
+  auto variant = cli({"plan", "--root", root.path(), "--variant", "mig"});
+  CHECK(variant.err.find(
+            "fix: give --variant one of 'default' or 'time-slicing'") !=
+        std::string::npos);
+  // Any other refused flag points at the help.
+  auto node = cli({"plan", "--root", root.path(), "--node", "Bad_Name"});
+  CHECK(node.exit_code == 2);
+  CHECK(node.err.find("fix: gpunode plan --help gives each flag's values") !=
+        std::string::npos);
+  auto timeout = cli({"status", "--root", root.path(), "--timeout", "soon"});
+  CHECK(timeout.err.find("--timeout: expected a positive duration of at most "
+                         "168h such as 10m, 90s or 1h30m, got 'soon'") !=
+        std::string::npos);
+  // The built-in default is said in words, not as CLI11's "=default".
+  auto help = cli({"plan", "--help"});
+  CHECK(help.out.find("TEXT=default") == std::string::npos);
+  CHECK(help.out.find("TEXT=10m") == std::string::npos);
+  CHECK(folded_space(help.out).find("else config.toml's timeout, else 10m") !=
+        std::string::npos);
 }
