@@ -47,8 +47,11 @@ Result<StageList> select_stages(StageList all,
       if (std::find(known.begin(), known.end(), n) == known.end()) {
         std::string list;
         for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-        return usage_error(std::string(flag) + ": unknown stage '" + n +
-                           "' (stages: " + list + ")");
+        Error e = usage_error(std::string(flag) + ": unknown stage '" + n +
+                              "' (stages: " + list + ")");
+        e.fix = std::string("name stages from that list in ") + flag +
+                " (gpunode version lists them)";
+        return e;
       }
     }
     return {};

@@ -124,7 +124,7 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
     outcomes.push_back({o.what, "removed"});
   }
 
-  if (!keep_image) {
+  if (!keep_image && ctx.carries_node_part()) {
     CtrClient ctr(host.proc(), std::chrono::minutes(1));
     // The device plugin image, and the CUDA sample `install --smoke`
     // imports and pins from the bundle: both are there for gpunode alone.

@@ -217,6 +217,13 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
         "'cluster' (RuntimeClass, device plugin DaemonSet and ConfigMap, "
         "then wait for every GPU node; needs an admin kubeconfig) or 'both' "
         "(the default elsewhere)");
+  } else {
+    cmd->add_option(
+        "--scope", v.scope,
+        "Which part to take back: 'node' (this node's GPU labels and "
+        "images: the default on a k3s agent), 'cluster' (the DaemonSet, "
+        "ConfigMap and RuntimeClass, which serve every GPU node; needs an "
+        "admin kubeconfig) or 'both' (the default elsewhere)");
   }
   if (set == FlagSet::kInstall || set == FlagSet::kPlan) {
     cmd->add_flag(

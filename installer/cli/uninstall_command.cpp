@@ -17,7 +17,9 @@ void register_uninstall(CLI::App& app, CommandIo& io) {
                          "RuntimeClass if gpunode created it, and the device "
                          "plugin image and the CUDA sample (unless "
                          "--keep-image), and this node's GPU labels; on an "
-                         "agent (--scope node) only the labels and images. "
+                         "agent, or with --scope node, only the labels and "
+                         "images; with --scope cluster only the cluster's "
+                         "objects. "
                          "Leaves the driver, the toolkit and k3s alone.");
   add_flags(cmd, *flags, FlagSet::kUninstall);
   cmd->add_flag("--keep-image", *keep_image,

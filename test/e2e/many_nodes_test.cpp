@@ -355,3 +355,42 @@ TEST_CASE("many nodes: uninstall on an agent takes only its own part back",
   CHECK_FALSE(c.object(kDsPath).is_null());
   CHECK(c.allocatable("gpu-b") == "2");
 }
+
+// Regression (independent try of issue 26): Ansible's state=absent with
+// scope=node dropped the scope, since uninstall had no --scope, so a
+// server asked for its node part alone took the cluster's objects back.
+TEST_CASE("many nodes: uninstall --scope takes back only the part it names",
+          "[e2e][many-nodes]") {
+  REQUIRE_PARTS();
+  SimCluster c(four_nodes());
+  REQUIRE(cluster_part(c).exit_code == 0);
+  REQUIRE(node_part(c, "gpu-a").exit_code == 0);
+
+  Run bad = c.gpunode("server", {"uninstall", "--scope", "nodes"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--scope: 'nodes' is not one of node, "
+                                      "cluster, both"));
+  CHECK_FALSE(c.object(kDsPath).is_null());
+
+  // The server's node part: the cluster's objects stay.
+  Run node = c.gpunode("server", {"uninstall", "--scope", "node"});
+  INFO(node.err);
+  CHECK(node.exit_code == 0);
+  CHECK_THAT(node.err, Catch::Contains("serve every GPU node: kept"));
+  CHECK_FALSE(c.object(kDsPath).is_null());
+  CHECK(c.allocatable("gpu-a") == "1");
+
+  // The cluster part: the DaemonSet goes; each node's labels stay, and so
+  // do this host's images (they are the node part's).
+  Run cluster = c.gpunode("server", {"uninstall", "--scope", "cluster"});
+  INFO(cluster.err);
+  CHECK(cluster.exit_code == 0);
+  CHECK_THAT(cluster.err,
+             Catch::Contains("DaemonSet kube-system/"
+                             "nvidia-device-plugin-daemonset: removed") &&
+                 Catch::Contains("each GPU node's own labels") &&
+                 !Catch::Contains("image "));
+  CHECK(c.object(kDsPath).is_null());
+  const json labels = c.object("/api/v1/nodes/gpu-a")["metadata"]["labels"];
+  CHECK(labels.value("nvidia.com/gpu.present", "") == "true");
+}

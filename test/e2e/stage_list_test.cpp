@@ -51,14 +51,20 @@ std::vector<std::string> readme_table(const std::string& md) {
   return out;
 }
 
-// The backticked words of a text, in order.
-std::vector<std::string> backticked(const std::string& text) {
+// Group 1 of each match of `pattern` in `text`, in order.
+std::vector<std::string> all_matches(const std::string& text,
+                                     const std::string& pattern) {
   std::vector<std::string> out;
-  const std::regex word("`([a-z]+)`");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), word);
+  const std::regex re(pattern);
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re);
        it != std::sregex_iterator(); ++it)
     out.push_back((*it)[1]);
   return out;
+}
+
+// The backticked words of a text, in order.
+std::vector<std::string> backticked(const std::string& text) {
+  return all_matches(text, "`([a-z]+)`");
 }
 
 // The one line of `text` that matches `pattern`'s group 1.
@@ -69,13 +75,14 @@ std::string one_match(const std::string& text, const std::string& pattern) {
   return m[1];
 }
 
+// The quoted names of a Python tuple's items: 'a', 'b-c'.
 std::vector<std::string> python_tuple(const std::string& items) {
-  std::vector<std::string> out;
-  const std::regex word("'([a-z-]+)'");
-  for (auto it = std::sregex_iterator(items.begin(), items.end(), word);
-       it != std::sregex_iterator(); ++it)
-    out.push_back((*it)[1]);
-  return out;
+  return all_matches(items, "'([a-z-]+)'");
+}
+
+// The items of a YAML flow list's inside: "a, b-c".
+std::vector<std::string> yaml_list(const std::string& items) {
+  return all_matches(items, "([a-z-]+)");
 }
 
 bool in_pipeline_order(const std::vector<std::string>& some,
@@ -153,20 +160,10 @@ TEST_CASE("stage list: the Ansible role's stage names are the binary's",
     INFO(std::string("edit roles/gpunode/tasks/") + task + ", its only:");
     const std::string yml =
         read_text(kRole + "/roles/gpunode/tasks/" + std::string(task));
-    const std::regex only(R"(only: \[([^\]]*)\])");
-    int lists = 0;
-    for (auto it = std::sregex_iterator(yml.begin(), yml.end(), only);
-         it != std::sregex_iterator(); ++it, ++lists) {
-      std::vector<std::string> names;
-      std::istringstream items((*it)[1]);
-      for (std::string item; std::getline(items, item, ',');) {
-        item.erase(0, item.find_first_not_of(' '));
-        item.erase(item.find_last_not_of(' ') + 1);
-        names.push_back(item);
-      }
-      CHECK(in_pipeline_order(names, stages));
-    }
-    CHECK(lists >= 1);
+    const auto lists = all_matches(yml, R"(only: \[([^\]]*)\])");
+    CHECK_FALSE(lists.empty());
+    for (const std::string& list : lists)
+      CHECK(in_pipeline_order(yaml_list(list), stages));
   }
 }
 
@@ -175,16 +172,6 @@ TEST_CASE("stage list: the Ansible role's variant choices are the binary's",
   const auto variants =
       version_json()["variants"].get<std::vector<std::string>>();
   CHECK(variants == std::vector<std::string>{"default", "time-slicing"});
-  auto yaml_list = [](const std::string& items) {
-    std::vector<std::string> out;
-    std::istringstream in(items);
-    for (std::string item; std::getline(in, item, ',');) {
-      item.erase(0, item.find_first_not_of(' '));
-      item.erase(item.find_last_not_of(' ') + 1);
-      out.push_back(item);
-    }
-    return out;
-  };
   {
     INFO("edit plugins/module_utils/gpunode_run.py, VARIANTS");
     CHECK(python_tuple(one_match(

@@ -55,3 +55,15 @@ TEST_CASE(
   REQUIRE_FALSE(r);
   CHECK(r.error().exit == ExitCode::kUsage);
 }
+
+// Regression (independent try of issue 26): no fix line came with it.
+TEST_CASE("an unknown stage name says how to fix it", "[pipeline]") {
+  auto r = select_stages(make_pipeline(), {"drivr"}, {});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().fix ==
+        "name stages from that list in --only (gpunode version lists them)");
+  auto s = select_stages(make_pipeline(), {}, {"bogus"});
+  REQUIRE_FALSE(s);
+  CHECK(s.error().fix ==
+        "name stages from that list in --skip (gpunode version lists them)");
+}

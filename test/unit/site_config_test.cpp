@@ -604,11 +604,10 @@ TEST_CASE("a config.toml link that leads nowhere in the root is refused",
     const std::string link = root.path() + "/etc/gpunode/config.toml";
     REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
     const auto before = test::snapshot_tree(root.path());
-    for (const char* command : {"config", "plan"}) {
-      INFO(command);
-      std::vector<std::string> args = {command};
-      if (std::string(command) == "config") args.push_back("show");
-      args.insert(args.end(), {"--root", root.path()});
+    for (const auto& args :
+         {std::vector<std::string>{"config", "show", "--root", root.path()},
+          std::vector<std::string>{"plan", "--root", root.path()}}) {
+      INFO(args.front());
       auto r = cli(args);
       CHECK(r.exit_code == 2);
       CHECK(r.err.find(link +

@@ -10,6 +10,7 @@ __metaclass__ = type
 
 import hashlib
 import os
+import stat
 import tempfile
 
 from ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode_events import (
@@ -73,6 +74,7 @@ NO_BINARY = 'bundle.no-trusted-binary'
 UNVERIFIED = 'bundle.binary-unverified'
 TOML_MISMATCH = 'bundle.toml-mismatch'
 BINARY_MISMATCH = 'bundle.binary-mismatch'
+UNTRUSTED_BINARY = 'bundle.binary-untrusted'
 
 _CHUNK = 1 << 20
 # bundle.toml is at most this big (bundle/manifest.cpp, kMaxManifestBytes).
@@ -208,6 +210,35 @@ class Run(object):
         self.stderr = stderr
 
 
+def untrusted_binary(path, euid=None):
+    """Why root must not run the binary at `path`, or None: it must be an
+    absolute path to a regular file that nobody but root (or the user this
+    runs as) could have written or replaced, the file and every directory
+    above it, as sshd's StrictModes and gpunode's own trust anchors rule
+    (a directory others may write is fine only when sticky, like /tmp)."""
+    euid = os.geteuid() if euid is None else euid
+    if not os.path.isabs(path):
+        return 'is not an absolute path'
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    if not stat.S_ISREG(st.st_mode):
+        return 'is not a regular file'
+    at = real
+    while True:
+        st = os.stat(at)
+        if st.st_uid not in (0, euid):
+            return '%s is owned by uid %d' % (safe_text(at), st.st_uid)
+        sticky_dir = stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky_dir:
+            return '%s is writable by %s' % (
+                safe_text(at),
+                'everyone' if st.st_mode & stat.S_IWOTH else 'its group')
+        parent = os.path.dirname(at)
+        if parent == at:
+            return None
+        at = parent
+
+
 def run_gpunode(module, argv):
     """Runs argv (gpunode and its flags, --json among them). A run without a
     result line, or with another schema, fails the module here: nothing
@@ -218,6 +249,19 @@ def run_gpunode(module, argv):
             'gpunode_bundle_dir to the directory that has bin/gpunode'
             % safe_text(argv[0]),
             cmd=[safe_text(a) for a in argv])
+    why = untrusted_binary(argv[0])
+    if why:
+        message = ('gpunode binary %s %s: it runs as root, so nobody else may '
+                   'be able to change it' % (safe_text(argv[0]), why))
+        module.fail_json(
+            msg=message, cmd=[safe_text(a) for a in argv],
+            failure=dict(
+                code=UNTRUSTED_BINARY, stage='bundle', layer='bundle',
+                message=message,
+                fix='set gpunode_binary to an absolute path of a gpunode '
+                'that only root can write (sudo chown root: FILE; sudo '
+                'chmod go-w FILE and each directory above it), or install '
+                'the gpunode .deb'))
     # NO_COLOR: stderr goes into results as text, not terminal codes.
     rc, out, err = module.run_command(argv, check_rc=False,
                                       environ_update={'NO_COLOR': '1'})

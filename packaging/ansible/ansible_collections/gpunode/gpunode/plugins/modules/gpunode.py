@@ -58,6 +58,8 @@ options:
         kubeconfig); C(both) everything.
       - Default is gpunode's own by the host's role, C(node) on a k3s agent and
         C(both) elsewhere.
+      - With C(state=absent), the part taken back, C(node) this node's GPU labels
+        and images, C(cluster) the cluster's objects.
     type: str
     choices: [node, cluster, both]
   kubeconfig:
@@ -287,8 +289,8 @@ STAGE_OPTIONS = (
     ('skip', '--skip'), ('rename_shared', '--rename-shared'),
     ('all_nodes', '--all-nodes'), ('replace_existing', '--replace-existing'),
     ('smoke', '--smoke'))
-UNINSTALL_OPTIONS = (('kubeconfig', '--kubeconfig'), ('timeout', '--timeout'),
-                     ('keep_image', '--keep-image'))
+UNINSTALL_OPTIONS = (('scope', '--scope'), ('kubeconfig', '--kubeconfig'),
+                     ('timeout', '--timeout'), ('keep_image', '--keep-image'))
 
 
 def stage_flags(p, command):

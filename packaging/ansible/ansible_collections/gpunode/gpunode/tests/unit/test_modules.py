@@ -129,6 +129,36 @@ class BadInputTest(HostTreeCase):
         self.assertEqual(snapshot(self.root), before)
 
 
+class RegressionTest(HostTreeCase):
+    """Found by the independent try of issue 26."""
+
+    def test_a_binary_others_can_write_is_not_run(self):
+        marker = os.path.join(self.tmp, 'ran')
+        binary = stand_in(self.tmp, 'open(%r, "w").close()\n' % marker)
+        os.chmod(binary, 0o777)
+        before = snapshot(self.root)
+        for module in ('gpunode', 'gpunode_facts'):
+            rc, r = run_module(module, {'binary': binary, 'root': self.root})
+            self.assertEqual(rc, 1)
+            self.assertEqual(r['failure']['code'], 'bundle.binary-untrusted')
+            self.assertIn('%s is writable by everyone' % binary, r['msg'])
+            self.assertIn('gpunode_binary', r['failure']['fix'])
+            self.assertFalse(os.path.exists(marker))
+        self.assertEqual(snapshot(self.root), before)
+
+    def test_uninstall_passes_the_scope(self):
+        binary = stand_in(self.tmp, 'import json\nprint(json.dumps({"event": '
+                          '"result", "schema": 1, "command": "uninstall", '
+                          '"exit_code": 0, "status": "done", "summary": '
+                          '" ".join(sys.argv[1:]), "stages": []}))\n')
+        rc, r = run_module('gpunode', {'binary': binary, 'root': self.root,
+                                       'state': 'absent', 'scope': 'node'})
+        self.assertEqual(rc, 0)
+        self.assertEqual(r['cmd'][1:3], ['uninstall', '--json'])
+        self.assertIn('--scope', r['cmd'])
+        self.assertEqual(r['cmd'][r['cmd'].index('--scope') + 1], 'node')
+
+
 class UntrustedOutputTest(HostTreeCase):
     def test_another_schema_is_refused(self):
         binary = stand_in(self.tmp, 'print(\'{"event": "result", "schema": 2, '

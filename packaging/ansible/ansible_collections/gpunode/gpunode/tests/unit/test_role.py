@@ -59,6 +59,19 @@ class RoleVariablesTest(unittest.TestCase):
         self.assertEqual(self.defaults['gpunode_timeout'], '')
         self.assertNotIn('timeout: "{{ gpunode_timeout }}"', tasks_text())
 
+    def test_only_a_zero_replicas_is_left_out(self):
+        # Regression (independent try of issue 26): gpunode_replicas: -1
+        # was dropped (`| int > 0`) and the default used without a word;
+        # only 0 means the default, anything else goes to gpunode to check.
+        text = tasks_text()
+        self.assertNotIn('gpunode_replicas | int > 0', text)
+        for path in glob.glob(os.path.join(ROLE, 'tasks', '*.yml')):
+            with open(path) as f:
+                for line in f:
+                    if 'replicas:' in line and 'gpunode_replicas' in line:
+                        self.assertIn('gpunode_replicas | int != 0', line,
+                                      path)
+
 
 if __name__ == '__main__':
     unittest.main()
