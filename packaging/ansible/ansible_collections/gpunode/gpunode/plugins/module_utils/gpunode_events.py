@@ -71,13 +71,9 @@ FLAG_VARIABLES = {
     '--bundle': 'gpunode_bundle_dir',
     '--trust-key': 'gpunode_trust_keys',
     '--skip': 'gpunode_skip',
-    # The role has one per part: the fix cannot tell which part it is in.
-    '--kubeconfig': 'gpunode_kubeconfig (gpunode_cluster_kubeconfig for the '
-                    'cluster part)',
 }
 _VALUED = ('--variant', '--replicas', '--node', '--timeout', '--min-driver',
-           '--image-archive', '--bundle', '--trust-key', '--skip',
-           '--kubeconfig')
+           '--image-archive', '--bundle', '--trust-key', '--skip')
 # Flags whose role variable is a list: its value is written as one.
 _LISTS = ('--skip', '--trust-key')
 _FLAG = re.compile(r'(?<![\w-])(--[a-z0-9][a-z0-9-]*)(?![\w-])'

@@ -184,11 +184,6 @@ class AnsibleTermsTest(unittest.TestCase):
          'unset it (--timeout, when given, overrides it)',
          'set GPUNODE_TIMEOUT in gpunode\'s environment to a valid value, or '
          'unset it (gpunode_timeout, when given, overrides it)'),
-        # Regression (independent try of issue 26): the kubeconfig's fix
-        # named the flag under Ansible.
-        ('run it on a server, or pass --kubeconfig',
-         'run it on a server, or pass gpunode_kubeconfig '
-         '(gpunode_cluster_kubeconfig for the cluster part)'),
         # Text without a flag the role sets stays as it is.
         ('gpunode install --dry-run first', 'gpunode install --dry-run first'),
         ('sudo systemctl restart k3s-agent', 'sudo systemctl restart k3s-agent'),
