@@ -251,8 +251,10 @@ def run_gpunode(module, argv):
             cmd=[safe_text(a) for a in argv])
     why = untrusted_binary(argv[0])
     if why:
-        message = ('gpunode binary %s %s: it runs as root, so nobody else may '
-                   'be able to change it' % (safe_text(argv[0]), why))
+        message = 'gpunode binary %s %s' % (safe_text(argv[0]), why)
+        if why not in ('is not an absolute path', 'is not a regular file'):
+            message += ': it runs as root, so nobody else may be able to ' \
+                'change it'
         module.fail_json(
             msg=message, cmd=[safe_text(a) for a in argv],
             failure=dict(

@@ -146,6 +146,13 @@ class RegressionTest(HostTreeCase):
             self.assertFalse(os.path.exists(marker))
         self.assertEqual(snapshot(self.root), before)
 
+    def test_a_directory_as_binary_is_named_not_errno(self):
+        rc, r = run_module('gpunode', {'binary': self.tmp, 'root': self.root})
+        self.assertEqual(rc, 1)
+        self.assertEqual(r['msg'],
+                         'gpunode binary %s is not a regular file' % self.tmp)
+        self.assertEqual(r['failure']['code'], 'bundle.binary-untrusted')
+
     def test_uninstall_passes_the_scope(self):
         binary = stand_in(self.tmp, 'import json\nprint(json.dumps({"event": '
                           '"result", "schema": 1, "command": "uninstall", '
