@@ -171,38 +171,14 @@ void Containerd::start() {
   }
   argv.insert(argv.end(), {*containerd, "--config", config_path});
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-#ifdef POSIX_SPAWN_SETSID
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
-#else
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-#endif
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  const int rc = ::posix_spawn(&pid_, argv[0].c_str(), &actions, &attr,
-                               args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    pid_ = -1;
+  if (!service_.start(argv, log_, /*session=*/true)) {
     stop();
     throw std::runtime_error("containerd fixture: cannot start " + argv[0]);
   }
 
   const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
   for (;;) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
+    if (service_.exited()) {
       const std::string tail = log_tail();
       stop();
       throw std::runtime_error("containerd fixture: containerd exited:\n" +
@@ -223,20 +199,7 @@ void Containerd::start() {
 }
 
 void Containerd::stop() {
-  if (pid_ > 0) {
-    ::kill(pid_, SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + kStopTimeout;
-    int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) != pid_) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    pid_ = -1;
-  }
+  service_.stop(kStopTimeout);
   if (dir_) {
     unmount_under(dir_->path());
     dir_.reset();
@@ -248,16 +211,7 @@ void Containerd::stop() {
   }
 }
 
-std::string Containerd::log_tail() const {
-  std::string text;
-  try {
-    text = read_text(log_);
-  } catch (const std::exception&) {
-    return "(no log)";
-  }
-  constexpr std::size_t kTail = 4000;
-  return text.size() > kTail ? text.substr(text.size() - kTail) : text;
-}
+std::string Containerd::log_tail() const { return file_tail(log_); }
 
 ProcessResult Containerd::ctr(const std::vector<std::string>& args) {
   std::vector<std::string> argv{ctr_path_, "--address", socket_, "-n",

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpunode/host.hpp"
+#include "service_process.hpp"
 #include "test_support.hpp"
 
 namespace gpunode::test {
@@ -70,7 +71,7 @@ class Containerd {
   std::string bin_dir_;
   std::string log_;
   std::string ctr_path_;
-  pid_t pid_ = -1;
+  ServiceProcess service_;
   std::unique_ptr<ProcessRunner> runner_;
 };
 

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "gpunode/openssl_handles.hpp"
+#include "service_process.hpp"
 
 extern char** environ;
 
@@ -161,16 +162,7 @@ std::string kubeconfig_text(int port, const std::string& ca,
                         base64(cert), base64(key));
 }
 
-std::string tail_of(const std::string& path) {
-  std::string text;
-  try {
-    text = read_text(path);
-  } catch (const std::exception&) {
-    return "(no log)";
-  }
-  constexpr std::size_t kTail = 8000;
-  return text.size() > kTail ? text.substr(text.size() - kTail) : text;
-}
+std::string tail_of(const std::string& path) { return file_tail(path, 8000); }
 
 bool file_exists(const std::string& path) {
   struct stat st {};
@@ -290,7 +282,7 @@ struct K3sSim::Impl {
   std::string kubeconfig, wrong_ca_kubeconfig, expired_kubeconfig, log;
   int port = 0;
   int control_port = 0;
-  pid_t pid = -1;
+  ServiceProcess service;
   EvpPkeyPtr server_ca_key, client_ca_key, admin_key;
   X509Ptr server_ca, client_ca, admin_cert, expired_cert;
   std::map<std::string, KubeletCredentials> kubelets;
@@ -404,26 +396,8 @@ void K3sSim::Impl::start() {
   }
   if (options.k3s_runtime_classes) argv.push_back("--k3s-runtime-classes");
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Its own process group: the destructor stops it and its `ctr` children.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  const int rc =
-      ::posix_spawn(&pid, kPython, &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    pid = -1;
+  // Its own process group: stop() ends it and its `ctr` children.
+  if (!service.start(argv, log)) {
     throw std::runtime_error(std::string("k3s sim fixture: cannot start ") +
                              kPython);
   }
@@ -431,9 +405,7 @@ void K3sSim::Impl::start() {
   const std::string ready = d + "/ready.json";
   const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
   for (;;) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      pid = -1;
+    if (service.exited()) {
       throw std::runtime_error("k3s sim fixture: the simulator exited:\n" +
                                tail_of(log));
     }
@@ -453,21 +425,7 @@ void K3sSim::Impl::start() {
   }
 }
 
-void K3sSim::Impl::stop() {
-  if (pid <= 0) return;
-  ::kill(-pid, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + kStopTimeout;
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) != pid) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(-pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  pid = -1;
-}
+void K3sSim::Impl::stop() { service.stop(kStopTimeout); }
 
 std::string K3sSim::Impl::control(const std::string& method,
                                   const std::string& path,
@@ -531,7 +489,7 @@ const std::string& K3sSim::kubeconfig() const { return impl_->kubeconfig; }
 int K3sSim::port() const { return impl_->port; }
 int K3sSim::control_port() const { return impl_->control_port; }
 const std::string& K3sSim::dir() const { return impl_->dir->path(); }
-pid_t K3sSim::pid() const { return impl_->pid; }
+pid_t K3sSim::pid() const { return impl_->service.pid(); }
 
 std::string K3sSim::log_tail() const { return tail_of(impl_->log); }
 
