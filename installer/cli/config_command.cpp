@@ -46,9 +46,12 @@ void register_config(CLI::App& app, CommandIo& io) {
   show->add_option("--variant", flags->variant,
                    "As for install: " + exposure_choices() +
                        site_default_note("--variant", flags->variant));
-  show->add_option("--replicas", flags->replicas,
-                   "As for install: time-slicing slots per GPU (2 to 1024)" +
-                       site_default_note("--replicas", "8 with time-slicing"))
+  show->add_option(
+          "--replicas", flags->replicas,
+          "As for install: time-slicing slots per GPU (2 to 1024)" +
+              site_default_note("--replicas",
+                                std::to_string(kDefaultSharedReplicas) +
+                                    " with time-slicing"))
       ->transform(decimal_only());
   show->add_option("--timeout", flags->timeout,
                    "As for install: e.g. 10m, 90s, 1h30m" +
@@ -78,12 +81,7 @@ void register_config(CLI::App& app, CommandIo& io) {
     // The same checks install makes of these values, flags included: what
     // config show prints is what install would run with, or its error.
     auto options = validate_flags(v);
-    if (!options) {
-      Error e = options.error();
-      if (e.fix.empty())
-        e.fix = "gpunode install --help gives each flag's values";
-      return refuse(e);
-    }
+    if (!options) return refuse(with_help_fix(options.error(), "config show"));
     if (v.json) {
       nlohmann::json list = nlohmann::json::array();
       nlohmann::json effective = nlohmann::json::object();

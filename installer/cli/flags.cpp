@@ -32,6 +32,12 @@ CLI::Validator decimal_only() {
       "DECIMAL", "decimal");
 }
 
+Error with_help_fix(Error e, const std::string& command) {
+  if (e.fix.empty())
+    e.fix = "gpunode " + command + " --help gives each flag's values";
+  return e;
+}
+
 std::string site_default_note(const char* flag, const std::string& builtin) {
   for (const SettingSpec& spec : setting_specs())
     if (std::string(spec.flag) == flag)
@@ -169,7 +175,9 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
            "--replicas", v.replicas,
            "Time-slicing slots per GPU (2 to 1024; default 8). Only with "
            "--variant time-slicing" +
-               site_default_note("--replicas", "8 with time-slicing"))
+               site_default_note("--replicas",
+                                 std::to_string(kDefaultSharedReplicas) +
+                                     " with time-slicing"))
         ->transform(decimal_only());
     cmd->add_flag(
         "--rename-shared", v.rename_shared,
@@ -305,8 +313,8 @@ Result<Options> validate_flags(const FlagValues& v) {
         e.fix = "give --variant one of " + exposure_choices();
         break;
       case SharingSetting::kReplicas:
-        e.fix = find_exposure_kind(v.variant) != nullptr &&
-                        !variant_takes_replicas(v.variant)
+        // The variant is known here (else the problem is the variant's).
+        e.fix = !variant_takes_replicas(v.variant)
                     ? "add --variant time-slicing, or drop --replicas"
                     : "give --replicas a whole number from " +
                           std::to_string(kMinSharedReplicas) + " to " +

@@ -50,6 +50,9 @@ struct FlagValues {
 enum class FlagSet { kInstall, kPlan, kStatus, kUninstall };
 
 void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set);
+// `e` with, when it has no fix of its own, one that points at `command`'s
+// --help (every command that refuses its flags says the same).
+Error with_help_fix(Error e, const std::string& command);
 // --replicas' reading: decimal only, as GPUNODE_REPLICAS and config.toml
 // read it (CLI11 alone takes 010 as octal, 0x10 as hex).
 CLI::Validator decimal_only();

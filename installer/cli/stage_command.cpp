@@ -26,11 +26,9 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
   }
   auto options = validate_flags(flags);
   if (!options) {
-    Error e = options.error();
-    if (e.fix.empty())
-      e.fix = "gpunode " + std::string(command_name(mode, false)) +
-              " --help gives each flag's values";
-    report.refused(command, e, ExitCode::kUsage);
+    report.refused(command,
+                   with_help_fix(options.error(), command_name(mode, false)),
+                   ExitCode::kUsage);
     return static_cast<int>(ExitCode::kUsage);
   }
   options->trust_keys_origin = trust_keys_origin(*settings);

@@ -39,7 +39,8 @@ void register_uninstall(CLI::App& app, CommandIo& io) {
     }
     auto options = validate_flags(*flags);
     if (!options) {
-      report.refused("uninstall", options.error(), ExitCode::kUsage);
+      report.refused("uninstall", with_help_fix(options.error(), "uninstall"),
+                     ExitCode::kUsage);
       io.exit_code = static_cast<int>(ExitCode::kUsage);
       return;
     }

@@ -18,7 +18,7 @@ NodePlan plan_node(const std::string& node, const GpuInventory& gpus,
 
 std::vector<ClusterObject> owned_cluster_objects() {
   return {
-      {"RuntimeClass nvidia", "/apis/node.k8s.io/v1/runtimeclasses/nvidia"},
+      {"RuntimeClass nvidia", runtimeclass_path()},
       {configmap_name(), configmap_path()},
       {daemonset_name(), daemonset_path()},
   };

@@ -36,6 +36,10 @@ Error live_config_unreadable(const std::string& why) {
                    std::string(kPluginConfigMap) + " -o yaml"};
 }
 
+std::string runtimeclass_path() {
+  return "/apis/node.k8s.io/v1/runtimeclasses/nvidia";
+}
+
 std::string daemonset_path() {
   return std::string("/apis/apps/v1/namespaces/") + kPluginNamespace +
          "/daemonsets/" + kPluginDaemonSet;

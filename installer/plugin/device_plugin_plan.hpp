@@ -57,6 +57,7 @@ bool mounts_plugin_config(const kube::json& pod_spec);
 // The error for a live plugin ConfigMap that cannot be read as a config.
 Error live_config_unreadable(const std::string& why);
 
+std::string runtimeclass_path();
 std::string daemonset_path();
 std::string configmap_path();
 // "DaemonSet kube-system/nvidia-device-plugin-daemonset", "ConfigMap ...":

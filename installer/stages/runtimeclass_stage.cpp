@@ -11,8 +11,6 @@
 namespace gpunode {
 namespace {
 
-constexpr const char* kPath = "/apis/node.k8s.io/v1/runtimeclasses/nvidia";
-
 class RuntimeClassStage : public ClusterObjectStage {
  public:
   std::string_view name() const override { return "runtimeclass"; }
@@ -67,7 +65,7 @@ class RuntimeClassStage : public ClusterObjectStage {
     if (!texts) return texts.error();
     auto rc = render_runtimeclass(**texts);
     if (!rc) return rc.error();
-    auto applied = (*kube)->apply(kPath, *rc, ctx.deadline);
+    auto applied = (*kube)->apply(runtimeclass_path(), *rc, ctx.deadline);
     if (!applied) return applied.error();
     return {};
   }
@@ -76,7 +74,7 @@ class RuntimeClassStage : public ClusterObjectStage {
   static Result<std::optional<kube::json>> read_live(Context& ctx) {
     auto kube = ctx.cluster();
     if (!kube) return kube.error();
-    return (*kube)->get(kPath, ctx.deadline);
+    return (*kube)->get(runtimeclass_path(), ctx.deadline);
   }
 
   // The RuntimeClass as found: ours or k3s's with handler nvidia is kept.
