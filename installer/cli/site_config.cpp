@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "exposure/gpu_exposure.hpp"
 #include "gpunode/system_host.hpp"
 #include "gpunode/text.hpp"
 #include "gpunode/trust_anchor.hpp"

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "gpunode/text.hpp"
+
 namespace gpunode {
 
 // builtin_exposures.cpp: the strategies gpunode ships.
@@ -63,6 +65,30 @@ std::string exposure_choices(bool with_summaries) {
     out += "'" + all[i].name + "'";
     if (with_summaries) out += " (" + all[i].summary + ")";
   }
+  return out;
+}
+
+std::string variant_problem(std::string_view variant) {
+  return find_exposure_kind(variant) != nullptr
+             ? ""
+             : "unknown variant " + quoted_value(variant) + " (choose " +
+                   exposure_choices() + ")";
+}
+
+bool variant_takes_replicas(std::string_view variant) {
+  const ExposureKind* kind = find_exposure_kind(variant);
+  return kind != nullptr && !kind->settle(2, false).problem;
+}
+
+SharingOrProblem parse_sharing(std::string_view variant,
+                               std::optional<long long> replicas, bool rename) {
+  const ExposureKind* kind = find_exposure_kind(variant);
+  if (kind == nullptr) {
+    return {std::nullopt,
+            SharingProblem{SharingSetting::kVariant, variant_problem(variant)}};
+  }
+  SharingOrProblem out = kind->settle(replicas, rename);
+  if (out.sharing) out.sharing->variant = Variant{kind->name};
   return out;
 }
 

@@ -104,6 +104,19 @@ const ExposureKind* find_exposure_kind(std::string_view name);
 // per GPU) or ...": --variant's help.
 std::string exposure_choices(bool with_summaries = false);
 
+// "" when the variant names a registered strategy, else what is wrong,
+// as a settings file or variable states it (cli/site_config.cpp).
+std::string variant_problem(std::string_view variant);
+// Whether the variant takes --replicas (a site default applies to it).
+bool variant_takes_replicas(std::string_view variant);
+
+// The one parse: a variant name, an optional replica count and the rename
+// switch, each as the operator gave it (or not). The variant's strategy
+// settles the rest: time-slicing defaults replicas to
+// kDefaultSharedReplicas; the default variant refuses them, and rename.
+SharingOrProblem parse_sharing(std::string_view variant,
+                               std::optional<long long> replicas, bool rename);
+
 // The strategy for settings that parse_sharing() made.
 std::shared_ptr<const GpuExposure> make_exposure(const Sharing& settings);
 

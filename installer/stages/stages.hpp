@@ -4,7 +4,12 @@
 // RuntimeClass, image), so the DaemonSet, which selects on them, never
 // lands on a node that would leave its pod waiting. Adding a
 // stage is its file (stages/NAME_stage.cpp, defining make_NAME_stage()),
-// one line here, and its test; pipeline.cpp builds the list from this.
+// one line here, and its test; pipeline.cpp builds the list from this, and
+// every other list is read from the binary. What is written for people, the
+// README's table row and the facts section in docs/json-events.md, is held
+// to this list by test/e2e/stage_list_test.cpp, which names the file to
+// edit (for a cluster-part stage also the Ansible module's
+// CLUSTER_PART_STAGES and the role's cluster.yml).
 #pragma once
 
 #include <memory>

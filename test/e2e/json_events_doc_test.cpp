@@ -24,10 +24,18 @@ using json = nlohmann::json;
 namespace {
 
 // The stages whose facts this test holds the document to: every stage that
-// status runs (smoke is opt-in, and has its own unit test).
-const std::set<std::string> kStages = {
-    "preflight", "driver", "toolkit", "handler",    "runtimeclass",
-    "image",     "labels", "plugin",  "allocatable"};
+// status runs (smoke is opt-in, and has its own unit test), as the
+// binary's own list gives them (`version --json`'s stage_parts), so a new
+// stage needs no edit here.
+std::set<std::string> status_stages() {
+  Run r = run_gpunode({"version", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const json version = json::parse(r.out);
+  std::set<std::string> out;
+  for (const auto& s : version["stage_parts"])
+    if (s["opt_in"] == false) out.insert(s["name"].get<std::string>());
+  return out;
+}
 
 // stage -> field path -> its documented type, from the "## Stage facts"
 // tables: rows "| `path` | type | meaning |" under "### <stage>".
@@ -107,6 +115,8 @@ TEST_CASE("json-events.md documents the facts a real status run emits",
   const std::string md = read_text(std::string(GPUNODE_TEST_FIXTURES) +
                                    "/../../docs/json-events.md");
   const auto doc = documented(md);
+  const std::set<std::string> kStages = status_stages();
+  REQUIRE(kStages.size() >= 9);
   for (const auto& s : kStages) {
     INFO(s);
     REQUIRE(doc.count(s) == 1);

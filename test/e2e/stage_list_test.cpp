@@ -129,18 +129,22 @@ TEST_CASE("stage list: the README's stage table has every stage in order",
   CHECK(readme_table(read_text(kRepo + "/README.md")) == stages);
 }
 
-TEST_CASE("stage list: json-events.md names every stage, in order",
+TEST_CASE("stage list: json-events.md has every stage's facts section",
           "[stage-list]") {
   const json v = version_json();
   const std::string md = read_text(kRepo + "/docs/json-events.md");
+  // The `stage` row names no stages: it points at the binary's list, so a
+  // new stage edits no row here.
   INFO("edit docs/json-events.md, the `stage` event's `stage` row");
-  const std::string row = one_match(
-      md, R"(\| `stage` \| string \| the stage's name[^\n]*\): ([^\n]*))");
-  CHECK(backticked(row) == v["stages"].get<std::vector<std::string>>());
+  const std::string row =
+      one_match(md, R"(\| `stage` \| string \| the stage's name([^\n]*))");
+  CHECK(row.find("`gpunode version --json`") != std::string::npos);
+  CHECK(backticked(row).size() <= 3);
   // Every stage that status runs has its facts section.
   for (const auto& s : v["stage_parts"]) {
     if (s["opt_in"] == true) continue;
-    INFO(s["name"]);
+    INFO("edit docs/json-events.md: add '### " << s["name"].get<std::string>()
+                                               << "' under Stage facts");
     CHECK(md.find("\n### " + s["name"].get<std::string>() + "\n") !=
           std::string::npos);
   }

@@ -1,8 +1,8 @@
 // The sharing settings: one parse for flags and site config, with the
-// bounds and defaults of gpunode/sharing.hpp.
-#include "gpunode/sharing.hpp"
-
+// bounds and defaults of gpunode/sharing.hpp, through the exposure registry.
 #include <catch2/catch.hpp>
+
+#include "exposure/gpu_exposure.hpp"
 
 using namespace gpunode;
 

@@ -1,8 +1,9 @@
-// The operator's exposure settings: the variant (the strategy's name, as
-// --variant gives it), the replicas and the rename switch. Flags and site
-// config both parse through parse_sharing(), which hands the values to the
-// strategy the variant names (exposure/gpu_exposure.hpp): what they mean
-// (resource, slots, objects) is the strategy's, not this file's.
+// The operator's exposure settings as a value: the variant (the strategy's
+// name, as --variant gives it), the replicas and the rename switch. The
+// registry (exposure/gpu_exposure.hpp) hands them to the strategy the
+// variant names, which settles them (parse_sharing) and says what they mean
+// (resource, slots, objects); this file holds only the value and its
+// bounds.
 #pragma once
 
 #include <optional>
@@ -64,22 +65,14 @@ struct SharingProblem {
   std::string message;  // without the setting's name
 };
 
-// "" when fine, else what is wrong with each value on its own, as a
+// "" when fine, else what is wrong with the count on its own, as a
 // settings file or variable states it (cli/site_config.cpp).
-std::string variant_problem(std::string_view variant);
 std::string replicas_problem(long long replicas);
-// Whether the variant takes --replicas (a site default applies to it).
-bool variant_takes_replicas(std::string_view variant);
 
-// The one parse: a variant name, an optional replica count and the rename
-// switch, each as the operator gave it (or not). The variant's strategy
-// settles the rest: time-slicing defaults replicas to
-// kDefaultSharedReplicas; the default variant refuses them, and rename.
+// A settled sharing, or what is wrong with the settings given.
 struct SharingOrProblem {
   std::optional<Sharing> sharing;
   std::optional<SharingProblem> problem;
 };
-SharingOrProblem parse_sharing(std::string_view variant,
-                               std::optional<long long> replicas, bool rename);
 
 }  // namespace gpunode
