@@ -259,7 +259,6 @@ class Run {
     const Scope scope = ctx_.scope();
     const std::string part = "--scope " + std::string(scope_name(scope)) +
                              " (k3s " + host_role_name(ctx_.host_role()) + ")";
-    const char* other = scope == Scope::kNode ? "cluster" : "node";
     if (scope == Scope::kNode) {
       for (const auto& [given, flag] :
            {std::pair{opts_.all_nodes, "--all-nodes"},
@@ -282,16 +281,32 @@ class Run {
                    "drop --smoke, or run it where an admin kubeconfig is, "
                    "with --scope both"};
     std::string names;
+    bool whole_run_only = true;
     for (const auto& stage : stages) {
       if (stage->runs_in(scope)) return std::nullopt;
       names += (names.empty() ? "" : ", ") + std::string(stage->name());
+      whole_run_only &= stage->part() == StagePart::kWholeRun;
     }
-    return Error{ExitCode::kUsage, "usage",
-                 "nothing to check: the stages chosen (" + names +
-                     ") are not part of " + part + scope_reason(scope),
-                 std::string("run them with --scope ") + other +
-                     " or --scope both, or choose stages of this part with "
-                     "--only"};
+    // The scopes that do run them (regression, independent try of issue
+    // 26: `--only smoke` was sent to --scope cluster, which skips it too).
+    std::string scopes;
+    for (Scope s : {Scope::kNode, Scope::kCluster, Scope::kBoth}) {
+      if (s == scope) continue;
+      bool runs = false;
+      for (const auto& stage : stages) runs |= stage->runs_in(s);
+      if (runs)
+        scopes += std::string(scopes.empty() ? "" : " or ") + "--scope " +
+                  scope_name(s);
+    }
+    return Error{
+        ExitCode::kUsage, "usage",
+        "nothing to check: the stages chosen (" + names + ") are not part of " +
+            part +
+            (whole_run_only ? std::string(" (the CUDA Pod runs only in a run "
+                                          "of both parts)")
+                            : scope_reason(scope)),
+        "run them with " + scopes +
+            ", or choose stages of this part with --only"};
   }
 
   // plan and install --dry-run: say what install would change, and how much.

@@ -270,6 +270,11 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
                 "More detail; twice for debug logs");
 }
 
+void note_given_flags(const CLI::App& cmd, Options& o) {
+  if (const CLI::Option* k = cmd.get_option_no_throw("--kubeconfig"))
+    o.kubeconfig_given = k->count() > 0;
+}
+
 Result<Options> validate_flags(const FlagValues& v) {
   Options o;
   struct stat st {};

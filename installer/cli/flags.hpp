@@ -61,6 +61,10 @@ CLI::Validator decimal_only();
 std::string site_default_note(const char* flag,
                               const std::string& builtin = "");
 Result<Options> validate_flags(const FlagValues& v);
+// What only the parsed command knows: which of its flags were given
+// (--kubeconfig: a node-part run then uses it, not the kubelet's). Every
+// command that builds Options from flags calls it once.
+void note_given_flags(const CLI::App& cmd, Options& o);
 
 // A dotted numeric version such as 550.54.15.
 bool valid_driver_version(const std::string& v);

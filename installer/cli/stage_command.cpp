@@ -34,17 +34,26 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
   options->trust_keys_origin = trust_keys_origin(*settings);
   // Whether the operator chose these, or left them to the host's role and
   // the cluster (a node-scope run takes the cluster's sharing settings).
+  bool sharing_flagged = false;
+  std::string site_origins;
   for (const Setting& s : *settings) {
     if ((s.key == "variant" || s.key == "replicas") &&
-        s.source != SettingSource::kBuiltIn)
+        s.source != SettingSource::kBuiltIn) {
       options->sharing_given = true;
+      if (s.source == SettingSource::kFlag)
+        sharing_flagged = true;
+      else if (site_origins.find(s.origin) == std::string::npos)
+        site_origins += (site_origins.empty() ? "" : ", ") + s.origin;
+    }
   }
-  if (const CLI::Option* o = cmd.get_option_no_throw("--rename-shared"))
+  if (const CLI::Option* o = cmd.get_option_no_throw("--rename-shared")) {
     options->sharing_given |= o->count() > 0;
+    sharing_flagged |= o->count() > 0;
+  }
+  if (!sharing_flagged) options->sharing_site_origin = site_origins;
   options->sharing_from_cluster =
       mode == RunMode::kStatus && !options->sharing_given;
-  if (const CLI::Option* o = cmd.get_option_no_throw("--kubeconfig"))
-    options->kubeconfig_given = o->count() > 0;
+  note_given_flags(cmd, *options);
   // Debug logs (-vv) go to stderr, beside the human text.
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(io.err);
   spdlog::set_default_logger(std::make_shared<spdlog::logger>("gpunode", sink));

@@ -44,6 +44,9 @@ void register_uninstall(CLI::App& app, CommandIo& io) {
       io.exit_code = static_cast<int>(ExitCode::kUsage);
       return;
     }
+    // Regression (independent try of issue 26): without this, the node
+    // part's uninstall took the kubelet's kubeconfig over --kubeconfig.
+    note_given_flags(*cmd, *options);
     auto host = make_system_host(options->root);
     io.exit_code =
         static_cast<int>(run_uninstall(*host, *options, *keep_image, report));

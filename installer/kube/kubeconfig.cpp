@@ -330,6 +330,23 @@ Result<Kubeconfig> Parser::parse(const YAML::Node& root) {
     return malformed(source_, cw + ".server is missing");
   }
   config.server = **server;
+  // A user name or password in the URL (https://user:pass@host) is never
+  // sent (Kubernetes has no basic auth since 1.19) and would be printed in
+  // every connection error: refused, and never echoed.
+  if (const auto scheme = config.server.find("://");
+      scheme != std::string::npos &&
+      config.server
+              .substr(scheme + 3,
+                      config.server.find('/', scheme + 3) - (scheme + 3))
+              .find('@') != std::string::npos) {
+    return malformed(
+        source_,
+        cw + ".server carries a user name or password before '@' (not shown "
+             "here); gpunode neither sends nor prints credentials in a URL",
+        "remove 'USER:PASSWORD@' from the server URL; the API server takes "
+        "the user entry's client certificate or token (k3s's "
+        "/etc/rancher/k3s/k3s.yaml has them)");
+  }
   while (config.server.size() > 8 && config.server.back() == '/') {
     config.server.pop_back();
   }

@@ -27,10 +27,10 @@ std::vector<ClusterObject> owned_cluster_objects() {
 namespace {
 
 nlohmann::json node_slots_json(const NodeExpectation& n) {
-  nlohmann::json j{{"node", n.node},
-                   {"this_node", n.this_node},
-                   {"now", n.now},
-                   {"now_resource", n.now_resource}};
+  nlohmann::json j{{"node", n.node}, {"this_node", n.this_node}};
+  j["now"] = n.now_known ? nlohmann::json(n.now) : nlohmann::json();
+  j["now_resource"] =
+      n.now_known ? nlohmann::json(n.now_resource) : nlohmann::json();
   j["gpus"] = n.gpus ? nlohmann::json(*n.gpus) : nlohmann::json();
   j["after"] = n.expected ? nlohmann::json(*n.expected) : nlohmann::json();
   return j;

@@ -4,6 +4,21 @@
 
 namespace gpunode {
 
+namespace {
+
+// What `node` advertises now: the GPU resource it lists a count of.
+void fill_advertised(const kube::json& node, NodeExpectation& n) {
+  for (const char* r : {kGpuResource, kSharedGpuResource}) {
+    const long long have = advertised(node, r).value_or(0);
+    if (have > 0) {
+      n.now_resource = r;
+      n.now = have;
+    }
+  }
+}
+
+}  // namespace
+
 Result<SlotExpectation> expect_slots(const ExpectationSources& from) {
   SlotExpectation out;
   out.plan = from.plan;
@@ -23,7 +38,26 @@ Result<SlotExpectation> expect_slots(const ExpectationSources& from) {
       out.self = self;
     }
   }
-  if (!from.cluster_part) return out;
+  if (!from.cluster_part) {
+    // What this node advertises now, when its Node can be read; a stage
+    // that needs the Node reports why it cannot.
+    if (out.self) {
+      out.self->now_known = false;
+      if (from.kube != nullptr) {
+        auto node =
+            from.kube->get("/api/v1/nodes/" + out.self->node, from.deadline);
+        if (node && *node) {
+          out.self->now_known = true;
+          out.self->labelled =
+              (**node)["metadata"]
+                  .value("labels", kube::json::object())
+                  .value("nvidia.com/gpu.present", "") == "true";
+          fill_advertised(**node, *out.self);
+        }
+      }
+    }
+    return out;
+  }
   auto nodes = list_gpu_nodes(*from.kube, from.deadline);
   if (!nodes) return nodes.error();
   for (const GpuNode& g : *nodes) {
@@ -33,13 +67,7 @@ Result<SlotExpectation> expect_slots(const ExpectationSources& from) {
     n.gpus = n.this_node && own_gpus ? own_gpus : g.gpus;
     n.labelled = g.labelled;
     n.serving = g.serving;
-    for (const char* r : {kGpuResource, kSharedGpuResource}) {
-      const long long have = advertised(g.node, r).value_or(0);
-      if (have > 0) {
-        n.now_resource = r;
-        n.now = have;
-      }
-    }
+    fill_advertised(g.node, n);
     if (n.gpus) n.expected = from.plan->slots_for(*n.gpus);
     out.listed.push_back(std::move(n));
   }

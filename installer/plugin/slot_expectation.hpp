@@ -26,6 +26,9 @@ struct NodeExpectation {
   bool serving = false;      // it advertises a GPU resource now
   std::string now_resource;  // what it advertises now, if anything
   long long now = 0;
+  // false when this run could not read the Node (now is then unknown, not
+  // 0): plan --json gives null.
+  bool now_known = true;
   std::optional<long long> expected;  // gpus x the plan's slots per GPU
 };
 
@@ -51,7 +54,9 @@ struct ExpectationSources {
   bool cluster_part = false;
   Result<std::string> node = std::string();
   Result<const GpuInventory*> gpus = static_cast<const GpuInventory*>(nullptr);
-  kube::Client* kube = nullptr;  // with cluster_part
+  // With cluster_part: lists the GPU nodes. With the node part alone (may
+  // be null): reads this node's own Node, which its identity may.
+  kube::Client* kube = nullptr;
   std::chrono::steady_clock::time_point deadline;
 };
 

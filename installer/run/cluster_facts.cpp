@@ -40,20 +40,21 @@ Result<std::unique_ptr<kube::Client>> connect_cluster(
               "k3s writes it when a server starts (sudo systemctl "
               "status k3s). ") +
           (has_node_part(scope)
+               // The same for every command (regression, independent try
+               // of issue 26: uninstall was told "gpunode install").
                ? "On an agent node, run the node part with the kubelet's own "
-                 "identity: gpunode install --scope node (the default "
-                 "there); the cluster part runs on a server: gpunode install "
-                 "--scope cluster"
+                 "identity: rerun with --scope node (the default there); the "
+                 "cluster part runs on a server, with --scope cluster"
                : "The cluster part needs an admin kubeconfig: run it on a "
                  "server, or pass --kubeconfig");
     } else if (missing) {
-      // A path the operator named (--kubeconfig, GPUNODE_KUBECONFIG or
-      // config.toml): most likely a typo. Never "copy the admin's to this
+      // A path the operator named with --kubeconfig (no site setting
+      // names one): most likely a typo. Never "copy the admin's to this
       // node": a GPU agent needs no admin credentials (README).
       e.fix =
-          "check the path given as the kubeconfig (--kubeconfig or the site "
-          "setting gpunode config shows); on a GPU agent leave it out: the "
-          "node part uses the kubelet's own identity";
+          "check the path given as the kubeconfig (--kubeconfig); on a GPU "
+          "agent leave it out: the node part uses the kubelet's own "
+          "identity";
     }
     return kubelet_fix(e, path);
   }

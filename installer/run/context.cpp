@@ -145,7 +145,11 @@ Error no_plugin_pod_yet() {
 }  // namespace
 
 Result<Sharing> Context::sharing() {
-  if (opts.sharing_given) return opts.sharing;
+  // A node-part run given only site defaults takes the cluster's (the
+  // plugin stage warns when they differ).
+  const bool site_default_only = !opts.sharing_site_origin.empty();
+  if (opts.sharing_given && (!site_default_only || carries_cluster_part()))
+    return opts.sharing;
   if (has_cluster_part(scope())) {
     if (!opts.sharing_from_cluster) return opts.sharing;
     auto live = live_plugin();
@@ -225,6 +229,8 @@ Result<const SlotExpectation*> Context::expected_slots(bool need_this_host) {
     auto kube = cluster();
     if (!kube) return kube.error();
     from.kube = *kube;
+  } else if (auto kube = cluster(); kube) {
+    from.kube = *kube;  // this node's own Node: what it advertises now
   }
   // Not kept when it fails: a later stage may find the cluster answering.
   auto made = expect_slots(from);

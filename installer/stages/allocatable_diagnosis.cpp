@@ -106,9 +106,9 @@ bool Diagnosis::node_part() const {
 std::optional<Diagnosis> diagnose(ClusterPass& pass, const Expectation& want,
                                   const json& node) {
   Context& ctx = pass.ctx();
-  // The node's own identity cannot read DaemonSets (RBAC NodeRules): a
-  // missing pod then says the cluster part is missing.
-  const bool admin = ctx.carries_cluster_part();
+  // Without the DaemonSet to read, a missing pod says the cluster part is
+  // missing.
+  const bool admin = ctx.identity_reads_daemonsets();
   // Whether the DaemonSet's template carries the wanted config: when not,
   // a pod on other settings waits for the plugin stage, not a restart.
   bool template_current = true;

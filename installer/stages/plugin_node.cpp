@@ -44,7 +44,22 @@ Check check_plugin_from_node(Context& ctx) {
   const LivePlugin& l = **live;
   const std::string runs = l.exposure->describe();
   const auto asked = make_exposure(ctx.opts.sharing);
-  if (ctx.opts.sharing_given && !asked->same_as(*l.exposure)) {
+  const bool differs = ctx.opts.sharing_given && !asked->same_as(*l.exposure);
+  // Only site defaults (config.toml, GPUNODE_*) asked: they do not change
+  // the cluster, and the node takes its settings (regression, independent
+  // try of issue 26: every agent of a site whose config.toml said
+  // time-slicing was blocked under a renamed cluster, told to drop flags
+  // it never gave).
+  std::string site_warning;
+  if (differs && !ctx.opts.sharing_site_origin.empty()) {
+    site_warning = "the site default (" + ctx.opts.sharing_site_origin +
+                   ") asks for " + asked->describe() + "; the cluster runs " +
+                   runs +
+                   ", and this node takes the cluster's (one DaemonSet "
+                   "serves every GPU node); to change them for all, on a "
+                   "server: sudo gpunode install --scope cluster --all-nodes" +
+                   asked->install_flags();
+  } else if (differs) {
     Check c = blocked(
         "plugin.cluster-settings",
         "the cluster's device plugin runs " + runs + "; this run asks for " +
@@ -61,6 +76,7 @@ Check check_plugin_from_node(Context& ctx) {
   Check c =
       satisfied("plugin.ok", "device plugin pod " + l.pod + " runs on node " +
                                  *node + " (the cluster runs " + runs + ")");
+  if (!site_warning.empty()) c.warnings.push_back(site_warning);
   if (!l.pod_hash.empty() && l.pod_hash != l.config_hash) {
     c.details.push_back("pod " + l.pod +
                         " started with an earlier config; the DaemonSet "

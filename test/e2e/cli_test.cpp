@@ -15,9 +15,16 @@ TEST_CASE("version prints the version and the stage list", "[cli]") {
   Run r = run_gpunode({"version"});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::StartsWith("gpunode "));
-  CHECK_THAT(r.out,
-             Catch::Contains("preflight driver toolkit handler runtimeclass "
-                             "image labels plugin allocatable smoke"));
+  // The human list is --json's `stages` (the pipeline's, held to the
+  // README's table by stage_list_test.cpp), each once, bottom-up.
+  Run j = run_gpunode({"version", "--json"});
+  REQUIRE(j.exit_code == 0);
+  const auto version = nlohmann::json::parse(j.out);
+  std::string listed = "stages:";
+  for (const auto& s : version.at("stages"))
+    listed += " " + s.get<std::string>();
+  CHECK_THAT(listed, Catch::StartsWith("stages: preflight driver "));
+  CHECK_THAT(r.out, Catch::Contains(listed + "\n"));
 }
 
 TEST_CASE("help answers with exit 0 and lists the exit codes", "[cli]") {
@@ -91,5 +98,36 @@ TEST_CASE("with --json a refused command still ends with its result event",
                Catch::Contains(c.fragment));
   }
   // Nothing was written under the root: no journal, no lock.
+  CHECK(std::filesystem::is_empty(root.path()));
+}
+
+// Regression (independent try of issue 26): `--only smoke` outside a run of
+// both parts was sent to --scope cluster (or node), which skips it too.
+TEST_CASE("stages outside the scope are sent to the scopes that run them",
+          "[cli]") {
+  TempDir root;
+  struct Case {
+    std::vector<std::string> args;
+    std::string reason, fix;
+  };
+  const std::vector<Case> cases = {
+      {{"--scope", "node", "--only", "smoke"},
+       "(the CUDA Pod runs only in a run of both parts)",
+       "fix: run them with --scope both, or choose"},
+      {{"--scope", "cluster", "--only", "smoke"},
+       "(the CUDA Pod runs only in a run of both parts)",
+       "fix: run them with --scope both, or choose"},
+      {{"--scope", "cluster", "--only", "driver"},
+       "(each GPU node's own run does this host's layers)",
+       "fix: run them with --scope node or --scope both, or choose"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"plan", "--root", root.path()};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    Run r = run_gpunode(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(c.reason) && Catch::Contains(c.fix));
+  }
   CHECK(std::filesystem::is_empty(root.path()));
 }

@@ -170,6 +170,19 @@ TEST_CASE(
     CHECK(e["allocatable"]["facts"]["nodes"][0]["expected"] == 1);
     CHECK(e["allocatable"]["facts"]["nodes"][0]["advertised"] == 1);
   }
+  // Regression (independent try of issue 26): the node part's plan said
+  // now 0 and no resource while the node advertised its slots.
+  SECTION("an agent's plan --json says what its node advertises now") {
+    Run p = c.gpunode("gpu-a", {"plan", "--json"});
+    INFO(p.err);
+    CHECK(p.exit_code == 0);
+    const json plan = stage_events(p)["result"].at("plan");
+    REQUIRE(plan["nodes"].size() == 1);
+    CHECK(plan["nodes"][0]["node"] == "gpu-a");
+    CHECK(plan["nodes"][0]["now"] == 1);
+    CHECK(plan["nodes"][0]["now_resource"] == "nvidia.com/gpu");
+    CHECK(plan["nodes"][0]["after"] == 1);
+  }
 }
 
 TEST_CASE(
@@ -372,6 +385,38 @@ TEST_CASE("many nodes: uninstall --scope takes back only the part it names",
                                       "cluster, both"));
   CHECK_FALSE(c.object(kDsPath).is_null());
 
+  // Regression (independent try of issue 26): the node part took the
+  // kubelet's kubeconfig over --kubeconfig, so a wrong one went unnoticed
+  // and the labels went.
+  {
+    const std::string garbage = "/etc/gpunode-garbage.yaml";
+    write_text(c.node("gpu-a").root + garbage, "garbage: [\n");
+    Run wrong = c.gpunode("gpu-a", {"uninstall", "--scope", "node",
+                                    "--keep-image", "--kubeconfig", garbage});
+    INFO(wrong.err);
+    CHECK(wrong.exit_code == 2);
+    CHECK_THAT(wrong.err, Catch::Contains(garbage + ": is not valid YAML"));
+    const json kept = c.object("/api/v1/nodes/gpu-a")["metadata"]["labels"];
+    CHECK(kept.value("nvidia.com/gpu.present", "") == "true");
+    // A path that is not there: the fix names the flag given, and no site
+    // setting (there is none for the kubeconfig).
+    Run missing = c.gpunode("gpu-a", {"uninstall", "--scope", "node",
+                                      "--kubeconfig", "/etc/nope.yaml"});
+    CHECK(missing.exit_code != 0);
+    CHECK_THAT(missing.err,
+               Catch::Contains(
+                   "check the path given as the kubeconfig (--kubeconfig);") &&
+                   !Catch::Contains("site setting"));
+    // An agent's uninstall of both parts: the fix is this command's scope,
+    // not an install.
+    Run both = c.gpunode("gpu-a", {"uninstall", "--scope", "both"});
+    CHECK(both.exit_code == 1);
+    CHECK_THAT(both.err, Catch::Contains("rerun with --scope node") &&
+                             !Catch::Contains("gpunode install --scope node"));
+    CHECK(c.object("/api/v1/nodes/gpu-a")["metadata"]["labels"].value(
+              "nvidia.com/gpu.present", "") == "true");
+  }
+
   // The server's node part: the cluster's objects stay.
   Run node = c.gpunode("server", {"uninstall", "--scope", "node"});
   INFO(node.err);
@@ -393,4 +438,40 @@ TEST_CASE("many nodes: uninstall --scope takes back only the part it names",
   CHECK(c.object(kDsPath).is_null());
   const json labels = c.object("/api/v1/nodes/gpu-a")["metadata"]["labels"];
   CHECK(labels.value("nvidia.com/gpu.present", "") == "true");
+}
+
+// Regression (independent try of issue 26): a site default (config.toml,
+// GPUNODE_*) on an agent was taken as a request to change the cluster, so
+// every agent of a site whose config.toml said time-slicing was blocked
+// under a renamed cluster, told to drop flags it never gave. A site default
+// gives way to the cluster's settings, with a warning; a flag still asks.
+TEST_CASE(
+    "many nodes: an agent's site default gives way to the cluster's "
+    "settings",
+    "[e2e][many-nodes]") {
+  REQUIRE_PARTS();
+  SimClusterOptions o;
+  o.nodes = {{"server", true, 0, "cpu-server"}, {"gpu-a", false, 1, ""}};
+  SimCluster c(o);
+  REQUIRE(cluster_part(c, {"--variant", "time-slicing", "--replicas", "2",
+                           "--rename-shared"})
+              .exit_code == 0);
+  const std::string site = c.node("gpu-a").root + "/etc/gpunode/config.toml";
+  write_text(site, "variant = \"time-slicing\"\nreplicas = 2\n");
+  Run by_site = node_part(c, "gpu-a", {"--json"});
+  INFO(by_site.err);
+  CHECK(by_site.exit_code == 0);
+  const json warnings = stage_events(by_site)["plugin"]["warnings"];
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0].get<std::string>(),
+             Catch::StartsWith("the site default (") &&
+                 Catch::Contains("/etc/gpunode/config.toml:1") &&
+                 Catch::Contains("this node takes the cluster's"));
+  CHECK(c.allocatable("gpu-a", "nvidia.com/gpu.shared") == "2");
+  // The same asked by a flag is a request the node cannot make.
+  Run by_flag = node_part(c, "gpu-a", {"--variant", "time-slicing"});
+  CHECK(by_flag.exit_code == 1);
+  CHECK_THAT(by_flag.err,
+             Catch::Contains("rerun here without --variant/--replicas/"
+                             "--rename-shared"));
 }

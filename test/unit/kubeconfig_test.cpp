@@ -304,6 +304,29 @@ TEST_CASE("bad kubeconfigs are named with file, key and error class",
     yaml.replace(yaml.find("https://"), 8, "http://");
     require_usage_error(parse(yaml), "only https:// servers are supported");
   }
+  // Regression (independent try of issue 26): the password in
+  // https://user:pass@host was printed in every connection error.
+  SECTION("a password in the server URL is refused and never echoed") {
+    for (const char* scheme : {"https://", "http://"}) {
+      std::string yaml = k3s_yaml();
+      yaml.replace(yaml.find("https://"), 8,
+                   std::string(scheme) + "admin:S3cretPassw0rd@");
+      auto r = parse(yaml);
+      require_usage_error(r,
+                          "clusters[default].cluster.server carries a user "
+                          "name or password before '@'");
+      CHECK(r.error().message.find("S3cret") == std::string::npos);
+      CHECK(r.error().fix.find("S3cret") == std::string::npos);
+      CHECK_THAT(r.error().fix, Catch::Contains("remove 'USER:PASSWORD@'"));
+    }
+  }
+  SECTION("an '@' in the server's path is not a user name") {
+    std::string yaml = k3s_yaml();
+    const auto at = yaml.find("https://");
+    const auto eol = yaml.find('\n', at);
+    yaml.insert(eol, "/k8s/@proxy");
+    CHECK(parse(yaml).ok());
+  }
   SECTION("insecure-skip-tls-verify is refused") {
     auto r = parse(k3s_yaml("    insecure-skip-tls-verify: true\n"));
     require_usage_error(r,

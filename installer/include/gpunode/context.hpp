@@ -106,6 +106,10 @@ class Context {
   // kubeconfig; the node part alone has the kubelet's identity.
   bool carries_node_part() { return has_node_part(scope()); }
   bool carries_cluster_part() { return has_cluster_part(scope()); }
+  // Whether this run's identity may read the plugin's DaemonSet: the
+  // cluster part's admin one may; the kubelet's may not (RBAC NodeRules
+  // grant a node no daemonsets), so a diagnosis then reads pods alone.
+  bool identity_reads_daemonsets() { return carries_cluster_part(); }
   // The kubeconfig this run uses: --kubeconfig, else the kubelet's for the
   // node part alone, else k3s's admin one.
   std::string kubeconfig();

@@ -39,6 +39,11 @@ struct Options {
   // --variant, --replicas or --rename-shared (or a site setting) chose the
   // sharing; otherwise a node-scope run takes the cluster's.
   bool sharing_given = false;
+  // When only site defaults chose it (no flag): where, e.g.
+  // "GPUNODE_VARIANT" or "/etc/gpunode/config.toml:2". A node-part run
+  // then takes the cluster's settings and warns when they differ: a site
+  // default is not a request to change the cluster (only a flag is).
+  std::string sharing_site_origin;
   // `status` given no sharing settings checks the cluster part against the
   // settings the cluster runs (its DaemonSet), not the built-in default:
   // a healthy time-slicing cluster is in place, not "would update".
