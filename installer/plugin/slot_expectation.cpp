@@ -1,5 +1,6 @@
 #include "plugin/slot_expectation.hpp"
 
+#include "plugin/gpu_labels.hpp"
 #include "plugin/gpu_nodes.hpp"
 
 namespace gpunode {
@@ -48,10 +49,9 @@ Result<SlotExpectation> expect_slots(const ExpectationSources& from) {
             from.kube->get("/api/v1/nodes/" + out.self->node, from.deadline);
         if (node && *node) {
           out.self->now_known = true;
-          out.self->labelled =
-              (**node)["metadata"]
-                  .value("labels", kube::json::object())
-                  .value("nvidia.com/gpu.present", "") == "true";
+          out.self->labelled = (**node)["metadata"]
+                                   .value("labels", kube::json::object())
+                                   .value(kGpuPresentLabel, "") == "true";
           fill_advertised(**node, *out.self);
         }
       }
