@@ -4,21 +4,27 @@
 # ccache (setup.sh installs it) keys objects on paths relative to the
 # checkout, so a fresh clone elsewhere, as CI makes, reuses an earlier
 # build's objects: a warm rebuild takes a minute or two instead of ~15.
+# The settings that make the keys relative live in the launcher the build
+# tree records, not in this script's environment: a developer's plain
+# `ninja -C build` then fills the cache with the very objects a clone's
+# build looks for. (Set only here, they left every manual build's objects
+# keyed on absolute paths, and CI rebuilt whatever had changed since its
+# own last run: up to ~30 minutes of two CI builds.)
+# NOHASHDIR: with -g, ccache would otherwise hash the build directory in,
+# and a clone in another folder would miss every object.
 configure_build() {
   local dir=$1
   shift
   local launcher=()
   if command -v ccache >/dev/null 2>&1; then
-    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+    local run="env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=1;ccache"
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$run" -DCMAKE_C_COMPILER_LAUNCHER="$run")
   fi
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" "$@" >/dev/null
 }
 
 build_with_progress() {
   local tag=$1 dir=$2 jobs=$3
-  # NOHASHDIR: with -g, ccache would otherwise hash the build directory in,
-  # and a clone in another folder would miss every object.
-  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
   local status=0 log="$dir/build.log"
   NINJA_STATUS='[%f/%t] ' ninja -C "$dir" -j "$jobs" >"$log" 2>&1 &
   local pid=$! waited=0 shown=-1 done_ total pct

@@ -1,6 +1,6 @@
 // libFuzzer target: nvidia-smi's CSV answer, parsed directly and through
-// query_nvidia_smi with a fake runner (which also classifies nvidia-smi's
-// failure texts). The first byte picks the fake's exit code.
+// query_nvidia_smi with the tests' one fake runner (which also classifies
+// nvidia-smi's failure texts). The first byte picks the fake's exit code.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -10,24 +10,11 @@
 #include <vector>
 
 #include "gpu/nvidia_smi.hpp"
+#include "scripted_runner.hpp"
 
 namespace {
 
-class FakeRunner : public gpunode::ProcessRunner {
- public:
-  explicit FakeRunner(gpunode::ProcessResult result)
-      : result_(std::move(result)) {}
-  gpunode::ProcessResult run(const std::vector<std::string>&,
-                             std::chrono::milliseconds) override {
-    return result_;
-  }
-  std::optional<std::string> which(const std::string& program) override {
-    return "/usr/bin/" + program;
-  }
-
- private:
-  gpunode::ProcessResult result_;
-};
+using FakeRunner = gpunode::test::ScriptedRunner;
 
 }  // namespace
 

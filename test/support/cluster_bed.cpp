@@ -10,12 +10,10 @@ namespace gpunode::test {
 using kube::json;
 
 ClusterBed::ClusterBed(int gpus)
-    : fs_(make_rooted_file_system(tmp_.path())),
-      host_(*fs_, proc_, clock_, 0, "gpu-node-1"),
-      kube_(std::make_shared<FakeKubeClient>(clock_)) {
+    : kube_(std::make_shared<FakeKubeClient>(bed_.clock)) {
   // The scratch root has no /etc/rancher/k3s/config.yaml: the node name is
   // the host name, as on a k3s server without node-name set.
-  opts.root = tmp_.path();
+  opts.root = bed_.root;
   opts.image_ref = locked_device_plugin_image().ref;
   opts.smoke_image = locked_cuda_sample_image().ref;
   gpus_.source = "NVML";
@@ -43,7 +41,7 @@ void ClusterBed::sharing(Variant variant, int replicas, bool rename_shared) {
 }
 
 void ClusterBed::bundle_unusable() {
-  opts.bundle = tmp_.path() + "/no-such-bundle";
+  opts.bundle = bed_.tmp.path() + "/no-such-bundle";
   opts.insecure_skip_signature = true;
 }
 
@@ -53,8 +51,8 @@ Context& ClusterBed::context() {
     KnownFacts known;
     if (gpus_known_) known.gpus = gpus_;
     known.cluster = kube_;
-    context_ = std::make_unique<Context>(host_, opts,
-                                         clock_.steady_now() + opts.timeout,
+    context_ = std::make_unique<Context>(bed_.host, opts,
+                                         bed_.clock.steady_now() + opts.timeout,
                                          std::move(known), writes_);
   }
   return *context_;

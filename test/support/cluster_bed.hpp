@@ -1,11 +1,11 @@
 // One simulated GPU node for the cluster stages' unit tests (plugin,
 // allocatable, runtimeclass, smoke, image): a host on a scratch root with a
-// fake clock and a scripted process runner, the run's Options, a
-// FakeKubeClient standing for the API server, and N GPUs. The ONE place
-// that knows how a stage Context is put together and fed (which facts are
-// injected, and how): a test asks context() and never touches its fields.
-// Also the builders of the objects a test puts in the fake cluster, so no
-// test restates a manifest or an object's shape.
+// fake clock and a scripted process runner (the one host bed,
+// host_bed.hpp), the run's Options, a FakeKubeClient standing for the API
+// server, and N GPUs. The ONE place that knows how a stage Context is put
+// together and fed (which facts are injected, and how): a test asks context()
+// and never touches its fields. Also the builders of the objects a test puts in
+// the fake cluster, so no test restates a manifest or an object's shape.
 #pragma once
 
 #include <map>
@@ -19,6 +19,7 @@
 #include "gpunode/options.hpp"
 #include "gpunode/stage.hpp"
 #include "gpunode/system_host.hpp"
+#include "host_bed.hpp"
 #include "kube/manifests.hpp"
 #include "plugin/device_plugin_plan.hpp"
 #include "scripted_runner.hpp"
@@ -58,7 +59,7 @@ class ClusterBed {
 
   FakeKubeClient& kube() { return *kube_; }
   ScriptedRunner& proc() { return proc_; }
-  FakeClock& clock() { return clock_; }
+  FakeClock& clock() { return bed_.clock; }
   const std::string& node() const { return node_; }
 
   // This run's Context, made on first use; deadline = now + opts.timeout.
@@ -125,11 +126,9 @@ class ClusterBed {
   static std::string pod_log_path(const std::string& pod);
 
  private:
-  TempDir tmp_;
-  std::unique_ptr<FileSystem> fs_;
-  FakeClock clock_;
   ScriptedRunner proc_;
-  ComposedHost host_;
+  // The one host bed: a bare scratch root, running programs through proc_.
+  HostBed bed_{"", &proc_};
   std::shared_ptr<FakeKubeClient> kube_;
   std::string node_ = "gpu-node-1";
   GpuInventory gpus_;

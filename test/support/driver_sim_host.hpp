@@ -1,7 +1,7 @@
-// A simulated GPU host for the driver layer's tests: a host tree from
-// test/sim/host-tree.sh under a temporary root (so NVML and CUDA are not
-// asked: --root), the real file system and process runner over it, a fake
-// clock, and the simulated nvidia-smi, dmesg and systemctl first on PATH.
+// A simulated GPU host for the driver layer's tests, over the one host bed
+// (host_bed.hpp): a host tree from test/sim/host-tree.sh under a temporary
+// root (so NVML and CUDA are not asked: --root), and the simulated
+// nvidia-smi, dmesg and systemctl first on PATH.
 // use_libraries() turns it into a host at "/" whose file system is still
 // the tree, with NVML and libcuda the stand-ins in build/test/stub-driver.
 #pragma once
@@ -16,6 +16,7 @@
 #include "gpunode/context.hpp"
 #include "gpunode/stage.hpp"
 #include "gpunode/system_host.hpp"
+#include "host_bed.hpp"
 #include "stages/stages.hpp"
 #include "test_support.hpp"
 
@@ -28,23 +29,13 @@ inline const char* kSimVars[] = {
     "GPUNODE_SIM_GPU_MEMORY", "GPUNODE_SIM_GPU_DRIVER", "GPUNODE_SIM_GPU_Q",
     "GPUNODE_SIM_KERNEL_LOG"};
 
-inline std::string old_path() {
-  const char* p = std::getenv("PATH");
-  return p ? p : "/usr/local/bin:/usr/bin:/bin";
-}
-
-// A host tree under a temporary root, the real file system and process
-// runner over it, a fake clock, and the simulated nvidia-smi first on PATH.
-struct DriverSimHost {
-  explicit DriverSimHost(const std::string& scenario)
-      : root(tmp.path() + "/root"),
-        fs((make_host_tree(root, scenario), make_rooted_file_system(root))),
-        proc(make_posix_process_runner()),
-        host(*fs, *proc, clock, 0, "gpu-node-1") {
-    opts.root = root;
+// A host tree under a temporary root (the one host bed), with the
+// simulated nvidia-smi first on PATH and no GPU scenario variable left from
+// the caller's environment.
+struct DriverSimHost : HostBed {
+  explicit DriverSimHost(const std::string& scenario) : HostBed(scenario) {
     for (const char* var : kSimVars) env.unset(var);
-    env.set("PATH", std::string(GPUNODE_TEST_SIM) + "/bin:" + old_path());
-    env.set("GPUNODE_SIM_ROOT", root);
+    use_sim_programs();
   }
 
   // A host at "/" (NVML and CUDA asked) over the same tree, with the
@@ -58,7 +49,7 @@ struct DriverSimHost {
 
   // Runs check() with `time_left` before the run's deadline.
   Check check(milliseconds time_left = std::chrono::minutes(10)) {
-    Context ctx(host, opts, clock.steady_now() + time_left);
+    Context ctx = context(time_left);
     auto stage = make_driver_stage();
     before = snapshot_tree(root);
     Check c = stage->check(ctx);
@@ -70,18 +61,9 @@ struct DriverSimHost {
 
   bool tree_unchanged() const { return snapshot_tree(root) == before; }
 
-  TempDir tmp;
-  std::string root;
-  std::unique_ptr<FileSystem> fs;
-  std::unique_ptr<ProcessRunner> proc;
-  FakeClock clock;
-  ComposedHost host;
-  Options opts;
-  ScopedEnv env;
   struct {
     std::optional<GpuInventory> gpus;
   } facts;
-  std::map<std::string, std::string> before;
 };
 
 }  // namespace gpunode::test

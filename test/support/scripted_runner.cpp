@@ -24,11 +24,15 @@ void ScriptedRunner::script(const std::string& argv, const std::string& out,
 }
 
 ProcessResult ScriptedRunner::run(const std::vector<std::string>& argv,
-                                  std::chrono::milliseconds) {
+                                  std::chrono::milliseconds timeout) {
   const std::string line = joined(argv);
   calls_.push_back(line);
+  argvs_.push_back(argv);
+  timeouts_.push_back(timeout);
+  if (on_run) on_run();
   const auto it = scripted_.find(line);
   if (it != scripted_.end()) return it->second;
+  if (fallback_) return *fallback_;
   unscripted_.push_back(line);
   ProcessResult r;
   r.not_found = true;
@@ -52,6 +56,8 @@ ProcessResult ScriptedRunner::run_with_input(
 }
 
 std::optional<std::string> ScriptedRunner::which(const std::string& program) {
+  if (locate) return locate(program);
+  if (fallback_ && !fallback_->not_found) return "/usr/bin/" + program;
   for (const auto& [argv, result] : scripted_) {
     if (argv.rfind(program + " ", 0) == 0 || argv == program)
       return "/usr/bin/" + program;

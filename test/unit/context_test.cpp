@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "gpu/gpu_probe.hpp"
+#include "host_bed.hpp"
 #include "plugin/device_plugin_plan.hpp"
 #include "test_support.hpp"
 
@@ -12,14 +13,9 @@ using namespace gpunode;
 
 namespace {
 
-struct Bed {
-  test::TempDir tmp;
-  std::unique_ptr<FileSystem> fs = make_rooted_file_system(tmp.path());
-  std::unique_ptr<ProcessRunner> proc = make_posix_process_runner();
-  test::FakeClock clock;
-  ComposedHost host{*fs, *proc, clock, 0, "Gpu-Node-7"};
-  Options opts;
-  Bed() { opts.root = tmp.path(); }
+// A bare root named Gpu-Node-7 (the one host bed).
+struct Bed : test::HostBed {
+  Bed() : HostBed("", nullptr, "Gpu-Node-7") {}
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "gpu/driver_version.hpp"
 #include "gpu/nvidia_smi.hpp"
 #include "gpu/nvml.hpp"
+#include "scripted_runner.hpp"
 #include "test_support.hpp"
 
 namespace gpunode {
@@ -202,26 +203,20 @@ TEST_CASE("driver versions compare as numbers, component by component",
   }
 }
 
-// A ProcessRunner that answers one scripted result and records the call.
-class ScriptedRunner : public ProcessRunner {
+// The tests' one fake runner answering one result, keeping the last call
+// under the names these cases read.
+class ScriptedRunner : public test::ScriptedRunner {
  public:
-  explicit ScriptedRunner(ProcessResult r) : result_(std::move(r)) {}
+  explicit ScriptedRunner(ProcessResult r)
+      : test::ScriptedRunner(std::move(r)) {}
   ProcessResult run(const std::vector<std::string>& argv,
                     std::chrono::milliseconds timeout) override {
     argv_ = argv;
     timeout_ = timeout;
-    return result_;
-  }
-  std::optional<std::string> which(const std::string&) override {
-    return result_.not_found
-               ? std::nullopt
-               : std::optional<std::string>("/usr/bin/nvidia-smi");
+    return test::ScriptedRunner::run(argv, timeout);
   }
   std::vector<std::string> argv_;
   std::chrono::milliseconds timeout_{0};
-
- private:
-  ProcessResult result_;
 };
 
 ProcessResult exited(int code, std::string out) {

@@ -19,6 +19,8 @@
 #include "gpunode/digest.hpp"
 #include "gpunode/stage.hpp"
 #include "gpunode/system_host.hpp"
+#include "host_bed.hpp"
+#include "scripted_runner.hpp"
 #include "stages/stages.hpp"
 #include "test_support.hpp"
 
@@ -32,64 +34,49 @@ using std::chrono::milliseconds;
 const std::string kConfig(kContainerdConfigPath);
 const std::string kConfigDir(kContainerdConfigDir);
 
-// Stands in for systemctl where the simulated one cannot show a case: it
-// records argv and does whatever the test asks (or nothing).
-class FakeRunner : public ProcessRunner {
+// Stands in for systemctl where the simulated one cannot show a case: the
+// tests' one fake runner, answering every argv with exit 0 and recording it,
+// under the member names these cases read.
+class FakeRunner : public test::ScriptedRunner {
  public:
-  ProcessResult run(const std::vector<std::string>& argv,
-                    milliseconds timeout) override {
-    calls.push_back(argv);
-    timeouts.push_back(timeout);
-    if (on_run) on_run();
-    return result;
+  FakeRunner() : ScriptedRunner(exited_zero()) {
+    locate = [](const std::string& program) {
+      return std::optional<std::string>(program);
+    };
   }
-  std::optional<std::string> which(const std::string& program) override {
-    return program;
-  }
+  FakeRunner(const FakeRunner&) = delete;
+  FakeRunner& operator=(const FakeRunner&) = delete;
 
-  std::vector<std::vector<std::string>> calls;
-  std::vector<milliseconds> timeouts;
-  std::function<void()> on_run;
-  ProcessResult result = [] {
+  const std::vector<std::vector<std::string>>& calls = argvs();
+  const std::vector<milliseconds>& timeouts = ScriptedRunner::timeouts();
+
+ private:
+  static ProcessResult exited_zero() {
     ProcessResult r;
     r.exit_code = 0;
     return r;
-  }();
+  }
 };
 
-// A host tree under a temporary root; the real rooted file system, the real
-// process runner with test/sim/bin first on PATH (or a FakeRunner), and a
-// clock that only moves when slept on.
-struct SimHost {
+// Built before the bed, so that the bed's host can run programs through it.
+struct FakeRunnerMember {
+  FakeRunner fake;
+};
+
+// A host tree under a temporary root (the one host bed), the real process
+// runner with test/sim/bin first on PATH (or a FakeRunner), and a clock
+// that only moves when slept on.
+struct SimHost : FakeRunnerMember, test::HostBed {
   explicit SimHost(const std::string& scenario, bool fake_runner = false)
-      : root(tmp.path() + "/root"),
-        fs((test::make_host_tree(root, scenario),
-            make_rooted_file_system(root))),
-        posix(make_posix_process_runner()),
-        host(*fs, fake_runner ? static_cast<ProcessRunner&>(fake) : *posix,
-             clock, 0, "gpu-node-1") {
-    opts.root = root;
-    const char* path = std::getenv("PATH");
-    env.set("PATH", std::string(GPUNODE_TEST_SIM) + "/bin:" +
-                        (path ? path : "/usr/local/bin:/usr/bin:/bin"));
-    env.set("GPUNODE_SIM_ROOT", root);
+      : HostBed(scenario, fake_runner ? &fake : nullptr) {
+    use_sim_programs();
     env.set("GPUNODE_SIM_SYSTEMCTL_LOG", tmp.path() + "/systemctl.log");
     env.set("GPUNODE_SIM_K3S_RENDER_DELAY", "0");
     env.unset("GPUNODE_SIM_K3S_START");
   }
 
-  Context context(milliseconds time_left = std::chrono::minutes(10)) {
-    return Context(host, opts, clock.steady_now() + time_left);
-  }
-
   // check() must never change the host: compare snapshots around it.
-  Check check() {
-    Context ctx = context();
-    const auto before = test::snapshot_tree(root);
-    Check c = stage->check(ctx);
-    unchanged = test::snapshot_tree(root) == before;
-    return c;
-  }
+  Check check() { return check_untouched(*stage); }
 
   Result<void> apply(milliseconds time_left = std::chrono::minutes(10)) {
     Context ctx = context(time_left);
@@ -120,17 +107,7 @@ struct SimHost {
     write(kConfig, text);
   }
 
-  test::TempDir tmp;
-  std::string root;
-  std::unique_ptr<FileSystem> fs;
-  std::unique_ptr<ProcessRunner> posix;
-  FakeRunner fake;
-  test::FakeClock clock;
-  ComposedHost host;
-  Options opts;
-  test::ScopedEnv env;
   std::unique_ptr<Stage> stage = make_handler_stage();
-  bool unchanged = false;
 };
 
 std::string all_text(const Check& c) {

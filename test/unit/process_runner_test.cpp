@@ -15,6 +15,7 @@
 #include "gpu/nvidia_smi.hpp"
 #include "gpunode/interrupt.hpp"
 #include "gpunode/system_host.hpp"
+#include "scripted_runner.hpp"
 #include "test_support.hpp"
 
 namespace gpunode {
@@ -217,26 +218,8 @@ TEST_CASE("describe_failure words every way a child can fail",
   CHECK(first_line_of(std::string(400, 'a')) == std::string(300, 'a') + "...");
 }
 
-// Answers every run with one result.
-class OneAnswer : public ProcessRunner {
- public:
-  explicit OneAnswer(ProcessResult r) : r_(std::move(r)) {}
-  ProcessResult run(const std::vector<std::string>&,
-                    std::chrono::milliseconds) override {
-    return r_;
-  }
-  ProcessResult run_with_input(const std::vector<std::string>&,
-                               std::chrono::milliseconds,
-                               const InputSource&) override {
-    return r_;
-  }
-  std::optional<std::string> which(const std::string&) override {
-    return "/usr/local/bin/k3s";
-  }
-
- private:
-  ProcessResult r_;
-};
+// Answers every run with one result: the tests' one fake runner.
+using OneAnswer = test::ScriptedRunner;
 
 ProcessResult killed(int sig) {
   ProcessResult r;

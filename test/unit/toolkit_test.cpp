@@ -12,6 +12,7 @@
 #include "containerd/runtime_search.hpp"
 #include "gpunode/stage.hpp"
 #include "gpunode/system_host.hpp"
+#include "host_bed.hpp"
 #include "stages/stages.hpp"
 #include "test_support.hpp"
 
@@ -20,39 +21,19 @@ namespace {
 
 using test::any_contains;
 
-// A host tree under a temporary root, seen through the real rooted file
-// system; the toolkit stage runs no programs.
-struct Tree {
-  explicit Tree(const std::string& scenario)
-      : root(tmp.path() + "/root"),
-        fs((test::make_host_tree(root, scenario),
-            make_rooted_file_system(root))),
-        proc(make_posix_process_runner()),
-        host(*fs, *proc, clock, 0, "gpu-node-1") {
-    opts.root = root;
-  }
+// A host tree under a temporary root (the one host bed); the toolkit stage
+// runs no programs.
+struct Tree : test::HostBed {
+  explicit Tree(const std::string& scenario) : HostBed(scenario) {}
 
   Check check() {
-    Context ctx(host, opts, clock.steady_now() + std::chrono::minutes(10));
-    before = test::snapshot_tree(root);
-    Check c = make_toolkit_stage()->check(ctx);
-    unchanged = test::snapshot_tree(root) == before;
-    return c;
+    auto stage = make_toolkit_stage();
+    return check_untouched(*stage);
   }
 
   void exe(const std::string& host_path) {
     test::write_text(root + host_path, "#!/bin/sh\nexit 0\n", 0755);
   }
-
-  test::TempDir tmp;
-  std::string root;
-  std::unique_ptr<FileSystem> fs;
-  std::unique_ptr<ProcessRunner> proc;
-  test::FakeClock clock;
-  ComposedHost host;
-  Options opts;
-  std::map<std::string, std::string> before;
-  bool unchanged = false;
 };
 
 TEST_CASE(
