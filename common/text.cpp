@@ -1,5 +1,7 @@
 #include "gpunode/text.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 namespace gpunode {
@@ -35,6 +37,19 @@ std::string human_bytes(std::uint64_t b) {
     std::snprintf(buf, sizeof buf, "%llu bytes",
                   static_cast<unsigned long long>(b));
   return buf;
+}
+
+std::string shell_word(std::string_view word) {
+  const auto plain = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("@%+=:,./_-").find(c) != std::string_view::npos;
+  };
+  if (!word.empty() && std::all_of(word.begin(), word.end(), plain))
+    return std::string(word);
+  std::string out = "'";
+  for (char c : word)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 std::string quoted_value(std::string_view value) {

@@ -67,7 +67,12 @@ Result<StageList> select_stages(StageList all,
     bool skipped = std::find(skip.begin(), skip.end(), name) != skip.end();
     if (in_only && !skipped) chosen.push_back(std::move(s));
   }
-  if (chosen.empty()) return usage_error("--only/--skip leave no stage to run");
+  if (chosen.empty()) {
+    Error e = usage_error("--only/--skip leave no stage to run");
+    e.fix = only.empty() ? "skip fewer stages with --skip"
+                         : "drop from --skip the stages --only names";
+    return e;
+  }
   return chosen;
 }
 

@@ -177,14 +177,18 @@ void Reporter::info(std::string_view layer, const std::string& text) {
   stage_line(layer, "", kDim, text);
 }
 
-void Reporter::error(const Error& e) {
+json Reporter::error_event(const Error& e) {
   json event = {{"event", "error"},
                 {"layer", e.layer},
                 {"message", e.message},
                 {"fix", e.fix},
                 {"exit_code", static_cast<int>(e.exit)}};
   if (!e.problems.empty()) event["problems"] = e.problems;
-  emit_json(event.dump(-1, ' ', false, kBadUtf8));
+  return event;
+}
+
+void Reporter::error(const Error& e) {
+  emit_json(error_event(e).dump(-1, ' ', false, kBadUtf8));
   err_ << paint(kRed, "[ERROR " + terminal_safe(e.layer) + "]") << ' ';
   if (e.problems.empty()) {
     err_ << terminal_safe(e.message) << '\n';

@@ -231,8 +231,14 @@ class Run {
 
     std::string summary;
     if (exit_ == ExitCode::kOk) {
-      summary = std::to_string(outcomes_.size()) + " stage(s) checked";
+      // Stages outside the scope were not checked: they are counted apart
+      // (the independent try of issue 26 read "9 checked" for 5).
+      std::size_t skipped = 0;
+      for (const auto& o : outcomes_) skipped += o.status == "skipped";
+      summary =
+          std::to_string(outcomes_.size() - skipped) + " stage(s) checked";
       if (applied > 0) summary += ", " + std::to_string(applied) + " applied";
+      if (skipped > 0) summary += ", " + std::to_string(skipped) + " skipped";
       if (mode_ != RunMode::kInstall || opts_.dry_run) {
         std::size_t would = 0;
         for (const auto& o : outcomes_) would += o.status == "would-apply";
@@ -535,12 +541,7 @@ class Run {
       if (saved_ || !on_disk_ || !nothing_new(*on_disk_, journal_.journal))
         (void)save();
     }
-    nlohmann::json extra = nlohmann::json::object();
-    // Which part this run did, on which kind of k3s host, with which
-    // credentials (README, "Roles on a cluster of many nodes").
-    extra["scope"] = scope_name(ctx_.scope());
-    extra["role"] = host_role_name(ctx_.host_role());
-    extra["kubeconfig"] = ctx_.kubeconfig();
+    nlohmann::json extra = ctx_.run_identity();
     if (previewing() && !totals_.empty()) {
       report_.info("plan", totals_.human());
       extra["plan"] = totals_.to_json();

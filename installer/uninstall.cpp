@@ -50,9 +50,15 @@ Result<bool> remove_image(CtrClient& ctr, const std::string& ref,
 ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
                        Reporter& report) {
   std::vector<StageOutcome> outcomes;
+  // The run's scope, role and kubeconfig, once there is a run to have them
+  // (the independent try of issue 26 found uninstall's result without).
+  Context* run = nullptr;
+  auto identity = [&] {
+    return run ? run->run_identity() : kube::json::object();
+  };
   auto fail = [&](const Error& e) {
     report.error(e);
-    report.result("uninstall", e.exit, e.message, outcomes);
+    report.result("uninstall", e.exit, e.message, outcomes, identity());
     return e.exit;
   };
   if (host.effective_uid() != 0) {
@@ -67,6 +73,7 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
   if (!lock) return fail(lock.error());
 
   Context ctx(host, opts, host.clock().steady_now() + opts.timeout);
+  run = &ctx;
   auto kube = ctx.cluster();
   for (const auto& [layer, text] : ctx.take_warnings())
     report.warning(layer, text);
@@ -89,6 +96,10 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
     // left there, unmentioned).
     auto node = ctx.node();
     if (!node) return fail(node.error());
+    // What the Node carried before, to say whether anything went: a rerun
+    // removes nothing and must not say it did.
+    auto before = (*kube)->get("/api/v1/nodes/" + *node, ctx.deadline);
+    if (!before) return fail(before.error());
     auto cleared = (*kube)->apply(
         "/api/v1/nodes/" + *node,
         kube::json{
@@ -97,8 +108,17 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
             {"metadata", {{"name", *node}, {"labels", kube::json::object()}}}},
         ctx.deadline);
     if (!cleared) return fail(cleared.error());
-    report.info("uninstall", "node " + *node + ": GPU labels removed");
-    outcomes.push_back({"labels", "removed"});
+    const auto labels_of = [](const kube::json& n) {
+      return n.value("metadata", kube::json::object())
+          .value("labels", kube::json::object());
+    };
+    if (*before && labels_of(**before) == labels_of(*cleared)) {
+      report.info("uninstall",
+                  "node " + *node + ": no GPU labels of gpunode's");
+    } else {
+      report.info("uninstall", "node " + *node + ": GPU labels removed");
+      outcomes.push_back({"labels", "removed"});
+    }
   } else {
     report.info("uninstall",
                 "each GPU node's own labels (nvidia.com/gpu.present, "
@@ -148,7 +168,7 @@ ExitCode run_uninstall(Host& host, const Options& opts, bool keep_image,
     return fail(r.error());
   report.result("uninstall", ExitCode::kOk,
                 std::to_string(outcomes.size()) + " object(s) removed",
-                outcomes);
+                outcomes, identity());
   return ExitCode::kOk;
 }
 

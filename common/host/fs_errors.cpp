@@ -2,6 +2,8 @@
 
 #include <cerrno>
 
+#include "gpunode/text.hpp"
+
 namespace gpunode {
 
 std::string state_write_fix(int err, uid_t euid, const std::string& path) {
@@ -25,7 +27,7 @@ std::string state_write_fix(int err, uid_t euid, const std::string& path) {
       // Root refused: an immutable or append-only attribute, or a security
       // module (AppArmor, SELinux), since mode bits do not stop root.
       return "root was refused: look for an immutable attribute (lsattr -d " +
-             path + "; sudo chattr -i " + path +
+             shell_word(path) + "; sudo chattr -i " + shell_word(path) +
              ") or an AppArmor/SELinux denial (journalctl -k), or choose "
              "another --state-dir";
     default:

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "gpunode/text.hpp"
+
 namespace gpunode {
 namespace {
 
@@ -28,7 +30,7 @@ std::optional<UnsafeComponent> check_entry(const std::string& path,
         std::string(S_ISLNK(st.st_mode) ? "(a symbolic link) " : "") +
             "is owned by uid " + std::to_string(st.st_uid) + ", not root",
         std::string("sudo chown ") + (S_ISLNK(st.st_mode) ? "-h " : "") +
-            "root " + path};
+            "root " + shell_word(path)};
   }
   if (S_ISLNK(st.st_mode)) return std::nullopt;  // a link's mode means nothing
   const bool others_write = (st.st_mode & 022) != 0;
@@ -39,7 +41,7 @@ std::optional<UnsafeComponent> check_entry(const std::string& path,
         std::string("is writable by ") +
             ((st.st_mode & 002) != 0 ? "everyone" : "its group") + " (mode " +
             octal_mode(st.st_mode) + ")",
-        "sudo chmod go-w " + path};
+        "sudo chmod go-w " + shell_word(path)};
   }
   return std::nullopt;
 }

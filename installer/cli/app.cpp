@@ -47,6 +47,42 @@ std::unique_ptr<CLI::App> make_app(CommandIo& io) {
   return app;
 }
 
+namespace {
+
+// A command line that did not parse: exit 2, said the same way for people
+// and, with --json, as the error and result events every refusal emits (a
+// reader such as the Ansible module learns why from them).
+int refuse_usage(const CLI::App& app, const std::string& message, int argc,
+                 char** argv, std::ostream& out, std::ostream& err) {
+  err << "gpunode: " << terminal_safe(message)
+      << "\nRun 'gpunode --help' for usage.\n";
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (std::find(args.begin(), args.end(), "--json") != args.end()) {
+    const auto command = std::find_if(
+        args.begin(), args.end(),
+        [](const std::string& a) { return !a.empty() && a[0] != '-'; });
+    const std::string name = command == args.end() ? std::string() : *command;
+    const bool known =
+        !name.empty() && !app.get_subcommands([&](const CLI::App* sub) {
+                               return sub->get_name() == name;
+                             })
+                              .empty();
+    const Error e{ExitCode::kUsage, "usage", message,
+                  !known
+                      ? "gpunode --help lists the commands"
+                      : "gpunode " + name + " --help gives each flag's values"};
+    for (const auto& event :
+         {Reporter::error_event(e),
+          Reporter::result_event(name, ExitCode::kUsage, message, {})})
+      out << event.dump(-1, ' ', false,
+                        nlohmann::json::error_handler_t::replace)
+          << '\n';
+  }
+  return static_cast<int>(ExitCode::kUsage);
+}
+
+}  // namespace
+
 int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CommandIo io{out, err};
   auto app_ptr = make_app(io);
@@ -54,6 +90,11 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    // CLI11 answers --help before it looks at the other words: `gpunode
+    // bundle pull --help` printed bundle's help as if pull were one of its
+    // commands (the independent try of issue 26).
+    const std::string hint = unknown_word_hint(app, argc, argv);
+    if (!hint.empty()) return refuse_usage(app, hint, argc, argv, out, err);
     return app.exit(e, out, err);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e, out, err);
@@ -62,23 +103,8 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     // CLI11 says a mistyped command is "not expected"; name it and the
     // closest known word instead.
     const std::string hint = unknown_word_hint(app, argc, argv);
-    const std::string message = hint.empty() ? std::string(e.what()) : hint;
-    err << "gpunode: " << terminal_safe(message)
-        << "\nRun 'gpunode --help' for usage.\n";
-    // With --json the last line is the result event even when the flags
-    // did not parse: a reader (the Ansible module) learns why from it.
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    if (std::find(args.begin(), args.end(), "--json") != args.end()) {
-      const auto command = std::find_if(
-          args.begin(), args.end(),
-          [](const std::string& a) { return !a.empty() && a[0] != '-'; });
-      out << Reporter::result_event(
-                 command == args.end() ? std::string() : *command,
-                 ExitCode::kUsage, message, {})
-                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-          << '\n';
-    }
-    return static_cast<int>(ExitCode::kUsage);
+    return refuse_usage(app, hint.empty() ? std::string(e.what()) : hint, argc,
+                        argv, out, err);
   }
   return io.exit_code;
 }

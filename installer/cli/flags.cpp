@@ -387,8 +387,12 @@ Result<Options> validate_flags(const FlagValues& v) {
   }
   if (!v.bundle.empty()) {
     if (!v.image_archive.empty()) {
-      return usage_error(
+      Error e = usage_error(
           "--image-archive: not with --bundle (the bundle brings the image)");
+      e.fix =
+          "drop --image-archive: the bundle's images/ holds the device "
+          "plugin's archive, verified with the bundle";
+      return e;
     }
     if (::stat(v.bundle.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       return usage_error("--bundle: '" + v.bundle + "' is not a directory");

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "exposure/gpu_exposure.hpp"
+#include "gpunode/path_safety.hpp"
 #include "gpunode/system_host.hpp"
 #include "gpunode/text.hpp"
 #include "gpunode/trust_anchor.hpp"
@@ -124,8 +125,14 @@ Result<Values> read_file(const FileSystem& fs, const std::string& shown) {
   try {
     doc = toml::parse(*text, shown);
   } catch (const toml::parse_error& e) {
-    return usage_error(shown + ":" + std::to_string(e.source().begin.line) +
-                       ": " + std::string(e.description()));
+    Error bad =
+        usage_error(shown + ":" + std::to_string(e.source().begin.line) + ": " +
+                    std::string(e.description()));
+    // Nothing of the file is taken until it parses (the independent try of
+    // issue 26 found no fix line here).
+    bad.fix = "correct line " + std::to_string(e.source().begin.line) + " of " +
+              shown + " (TOML: key = \"text\" or key = number, one a line)";
+    return bad;
   }
   for (const auto& [k, node] : doc) {
     const std::string key(k.str());
@@ -220,6 +227,21 @@ std::set<std::string> given_setting_flags(const CLI::App& cmd) {
     if (opt != nullptr && opt->count() > 0) given.insert(spec.flag);
   }
   return given;
+}
+
+std::optional<std::string> site_config_exposure(const std::string& root) {
+  if (root.empty() || root.front() != '/') return std::nullopt;
+  auto fs = make_rooted_file_system(root);
+  if (!fs->stat(kSiteConfigPath)) return std::nullopt;
+  auto unsafe = find_unsafe_component(*fs, kSiteConfigPath);
+  if (!unsafe) return std::nullopt;
+  const std::string shown =
+      root == "/" ? kSiteConfigPath : fs->resolve(kSiteConfigPath);
+  return shown + " sets this node's defaults, and " + unsafe->path + " " +
+         unsafe->why +
+         ": someone other than root could choose what gpunode does here "
+         "(with trust-keys in it, gpunode refuses it); fix: " +
+         unsafe->fix;
 }
 
 Result<std::vector<Setting>> resolve_site_settings(

@@ -47,6 +47,13 @@ Result<std::vector<Setting>> resolve_site_settings(
     FlagValues& v, const std::set<std::string>& given_flags,
     const EnvLookup& env);
 
+// A warning when <root>/etc/gpunode/config.toml exists and someone other
+// than root could rewrite it (it or a directory above it): it then decides
+// this node's settings for them. Refused outright (exit 5) only when it
+// sets trust-keys, in resolve_site_settings; otherwise a warning, so that
+// a site that shipped it so is told, not stopped.
+std::optional<std::string> site_config_exposure(const std::string& root);
+
 // Where the trust-keys setting came from: "--trust-key",
 // "GPUNODE_TRUST_KEYS" or "<file>:LINE" (for messages about those keys).
 std::string trust_keys_origin(const std::vector<Setting>& settings);

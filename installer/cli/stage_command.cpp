@@ -24,6 +24,8 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
     report.refused(command, settings.error(), settings.error().exit);
     return static_cast<int>(settings.error().exit);
   }
+  if (auto exposed = site_config_exposure(flags.root))
+    report.warning("config", *exposed);
   auto options = validate_flags(flags);
   if (!options) {
     report.refused(command,

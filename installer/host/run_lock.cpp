@@ -17,16 +17,17 @@
 #include <utility>
 
 #include "gpunode/fs_errors.hpp"
+#include "gpunode/text.hpp"
 
 namespace gpunode {
 namespace {
 
 Error not_a_lock(const std::string& host_path, const std::string& why) {
-  return Error{
-      ExitCode::kCannotRun, "preflight",
-      "refusing the lock file " + host_path + ": " + why +
-          "; root would write through it",
-      "remove it (sudo rm " + host_path + "); the next run makes a new one"};
+  return Error{ExitCode::kCannotRun, "preflight",
+               "refusing the lock file " + host_path + ": " + why +
+                   "; root would write through it",
+               "remove it (sudo rm " + shell_word(host_path) +
+                   "); the next run makes a new one"};
 }
 
 // "pid N: ARGV" of the process holding a flock on inode `ino`, from the

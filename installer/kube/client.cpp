@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <regex>
 #include <string>
 #include <utility>
 #include <variant>
@@ -608,6 +609,35 @@ std::unique_ptr<Client> make_client(std::unique_ptr<Transport> transport,
                                       clock, retry, std::move(jitter));
 }
 
+namespace {
+
+// A kubelet refused another Node: the Node authorizer's answer to a read
+// (plugin/pkg/auth/authorizer/node/node_authorizer.go, with
+// AuthorizeNodeWithSelectors: "node 'A' cannot read 'B', only its own Node
+// object"), or NodeRestriction's to a write
+// (plugin/pkg/admission/noderestriction/admission.go admitNode: 'node "A"
+// is not allowed to modify node "B"'). The run took this host for the wrong
+// Node (a mistyped --node, say), and more rights are not the cure.
+std::string kubelet_other_node_fix(const std::string& message) {
+  static const std::regex read_refused(
+      "node '([^']+)' cannot read '([^']+)', only its own Node object");
+  static const std::regex write_refused(
+      "node \"([^\"]+)\" is not allowed to modify node \"([^\"]+)\"");
+  std::smatch m;
+  if (!std::regex_search(message, m, read_refused) &&
+      !std::regex_search(message, m, write_refused))
+    return "";
+  return "this host's kubelet is the Node " + m[1].str() +
+         ", and a kubelet may change only its own Node: the run took this "
+         "host for " +
+         m[2].str() +
+         " (--node, else node-name in /etc/rancher/k3s/config.yaml, else "
+         "the host name); rerun with --node " +
+         m[1].str() + " or without --node";
+}
+
+}  // namespace
+
 Error http_error(const std::string& verb, const std::string& path,
                  int http_status, const std::string& body,
                  const Endpoint& endpoint) {
@@ -653,9 +683,11 @@ Error http_error(const std::string& verb, const std::string& path,
   if (http_status == 403) {
     e.message = where + "the credentials in " + endpoint.source +
                 " were refused for this request: " + message + " " + code;
-    e.fix =
-        "use the cluster admin's kubeconfig (/etc/rancher/k3s/k3s.yaml) "
-        "or grant this user the needed RBAC rights";
+    e.fix = kubelet_other_node_fix(message);
+    if (e.fix.empty())
+      e.fix =
+          "use the cluster admin's kubeconfig (/etc/rancher/k3s/k3s.yaml) "
+          "or grant this user the needed RBAC rights";
     return e;
   }
   e.message = where + message + " " + code;

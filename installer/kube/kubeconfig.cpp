@@ -14,6 +14,7 @@
 
 #include "gpunode/base64.hpp"
 #include "gpunode/kube.hpp"
+#include "gpunode/text.hpp"
 
 namespace gpunode::kube {
 namespace {
@@ -29,7 +30,7 @@ Error malformed(const std::string& source, const std::string& what,
                 std::string fix = {}) {
   // Without a fix of its own: where to look, and the usual right file.
   if (fix.empty())
-    fix = "kubectl --kubeconfig " + source +
+    fix = "kubectl --kubeconfig " + shell_word(source) +
           " config view shows what is wrong with it; or give --kubeconfig "
           "the cluster's (on a k3s server: /etc/rancher/k3s/k3s.yaml)";
   return Error{ExitCode::kUsage, "kubeconfig", source + ": " + what,

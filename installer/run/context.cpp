@@ -64,6 +64,12 @@ Scope Context::scope() { return default_scope(opts, host_role()); }
 
 std::string Context::kubeconfig() { return kubeconfig_for(opts, scope()); }
 
+nlohmann::json Context::run_identity() {
+  return {{"scope", scope_name(scope())},
+          {"role", host_role_name(host_role())},
+          {"kubeconfig", kubeconfig()}};
+}
+
 Result<kube::Client*> Context::cluster() {
   if (cluster_down_) return *cluster_down_;
   if (!cluster_ && !cluster_error_) {

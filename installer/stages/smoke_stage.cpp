@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpunode/terminal_text.hpp"
+#include "gpunode/text.hpp"
 #include "kube/manifests.hpp"
 #include "plugin/device_plugin_plan.hpp"
 #include "run/cluster_facts.hpp"
@@ -169,7 +170,7 @@ class SmokeStage : public Stage {
                   " into k3s's containerd: sudo k3s ctr -n k8s.io images "
                   "import FILE.tar (gpunode bundle create --pull " +
                   s.image + " puts one in a bundle's images/)"
-            : "sudo k3s ctr -n k8s.io images import " + archive +
+            : "sudo k3s ctr -n k8s.io images import " + shell_word(archive) +
                   " (the bundle's archive of " + s.image + ")";
     auto node = ctx.node();
     if (node) s.node = *node;

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,63 @@ TEST_CASE("with --json a refused command still ends with its result event",
   }
   // Nothing was written under the root: no journal, no lock.
   CHECK(std::filesystem::is_empty(root.path()));
+}
+
+// Regression (independent try of issue 26): a command line CLI11 could not
+// parse ended with the result event alone, while every other refusal has
+// its error event (layer, message, fix) before it.
+TEST_CASE("with --json a command line that does not parse has its error event",
+          "[cli]") {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"install", "--json", "--frobnicate"},
+           {"status", "--json", "--timeout"},
+           {"instal", "--json"}}) {
+    INFO(args[0] << " " << args.back());
+    Run r = run_gpunode(args);
+    CHECK(r.exit_code == 2);
+    std::vector<nlohmann::json> events;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);)
+      events.push_back(nlohmann::json::parse(line, nullptr, false));
+    REQUIRE(events.size() == 2);
+    CHECK(events[0]["event"] == "error");
+    CHECK(events[0]["layer"] == "usage");
+    CHECK(events[0]["exit_code"] == 2);
+    CHECK(events[0]["fix"] ==
+          (args[0] == "instal"
+               ? "gpunode --help lists the commands"
+               : "gpunode " + args[0] + " --help gives each flag's values"));
+    CHECK(events[1]["event"] == "result");
+    CHECK(events[1]["summary"] == events[0]["message"]);
+  }
+}
+
+// Regression (independent try of issue 26): the archive and bundle conflict
+// pointed at --help, not at the flag to drop.
+TEST_CASE("an image archive with a bundle is told which to drop", "[cli]") {
+  TempDir dir;
+  gpunode::test::write_text(dir.path() + "/dp.tar", "x");
+  Run r = run_gpunode({"install", "--image-archive", dir.path() + "/dp.tar",
+                       "--bundle", dir.path()});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("fix: drop --image-archive: the bundle's "
+                                    "images/ holds the device plugin's "
+                                    "archive"));
+}
+
+// Regression (independent try of issue 26): CLI11 answers --help before it
+// looks at the other words, so `bundle pull --help` printed bundle's help
+// as if pull were one of its commands.
+TEST_CASE("a help flag after an unknown command is exit 2 naming the word",
+          "[cli]") {
+  Run r = run_gpunode({"bundle", "pull", "--help"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("unknown command 'pull'"));
+  CHECK(r.out.empty());
+  Run known = run_gpunode({"bundle", "verify", "--help"});
+  CHECK(known.exit_code == 0);
+  CHECK_THAT(known.out, Catch::Contains("Usage: gpunode bundle verify"));
 }
 
 // Regression (independent try of issue 26): `--only smoke` outside a run of

@@ -272,6 +272,14 @@ TEST_CASE("uninstall removes what gpunode made and keeps what it did not",
   CHECK_FALSE(labels.contains("nvidia.com/gpu.count"));
   CHECK_THAT(r.out,
              Catch::Contains(R"({"stage":"labels","status":"removed"})"));
+  // Regression (independent try of issue 26): its result event said
+  // neither the part it did nor with which credentials, as install's does.
+  const auto result =
+      json::parse(r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1));
+  CHECK(result["event"] == "result");
+  CHECK(result["scope"] == "both");
+  CHECK(result["role"] == "server");
+  CHECK(result["kubeconfig"] == "/etc/rancher/k3s/k3s.yaml");
 
   // k3s's own RuntimeClass (runtimes.yaml) carries no gpunode label: kept.
   const std::string rc = node.dir.path() + "/rc.yaml";

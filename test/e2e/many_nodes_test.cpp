@@ -367,6 +367,13 @@ TEST_CASE("many nodes: uninstall on an agent takes only its own part back",
   CHECK_FALSE(labels.contains("nvidia.com/gpu.count"));
   CHECK_FALSE(c.object(kDsPath).is_null());
   CHECK(c.allocatable("gpu-b") == "2");
+  // Regression (independent try of issue 26): the rerun said "GPU labels
+  // removed" again, with nothing there to remove.
+  Run again = c.gpunode("gpu-a", {"uninstall"});
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
+  CHECK_THAT(again.err, Catch::Contains("gpu-a: no GPU labels of gpunode's"));
+  CHECK_THAT(again.err, !Catch::Contains("GPU labels removed"));
 }
 
 // Regression (independent try of issue 26): Ansible's state=absent with
@@ -474,4 +481,56 @@ TEST_CASE(
   CHECK_THAT(by_flag.err,
              Catch::Contains("rerun here without --variant/--replicas/"
                              "--rename-shared"));
+}
+
+TEST_CASE(
+    "many nodes: the summary counts the stages a part checked, and the "
+    "skipped ones apart",
+    "[e2e][many-nodes]") {
+  REQUIRE_PARTS();
+  SimClusterOptions o;
+  o.nodes = {{"server", true, 0, "cpu-server"}, {"gpu-a", false, 1, ""}};
+  SimCluster c(o);
+  // The independent try of issue 26 read "9 stage(s) checked" from a part
+  // that checked 5 of them.
+  for (const std::string node : {"server", "gpu-a"}) {
+    Run r = node == "server" ? cluster_part(c, {"--json"})
+                             : node_part(c, node, {"--json"});
+    INFO(node << "\n" << r.err);
+    REQUIRE(r.exit_code == 0);
+    const json result = stage_events(r)["result"];
+    std::size_t checked = 0, skipped = 0;
+    for (const auto& s : result["stages"])
+      (s["status"] == "skipped" ? skipped : checked) += 1;
+    // The cluster part skips the host layers; the node part runs a part of
+    // every stage but smoke, which it leaves out of the list.
+    CHECK((node == "server") == (skipped > 0));
+    REQUIRE(checked > 0);
+    const std::string summary = result["summary"];
+    CHECK_THAT(summary, Catch::StartsWith(std::to_string(checked) +
+                                          " stage(s) checked"));
+    if (skipped > 0)
+      CHECK_THAT(summary,
+                 Catch::EndsWith(", " + std::to_string(skipped) + " skipped"));
+    else
+      CHECK_THAT(summary, !Catch::Contains("skipped"));
+  }
+}
+
+// Regression (independent try of issue 26): a mistyped --node on an agent
+// was told to use the admin kubeconfig, when the kubelet's own identity is
+// right and the name is wrong.
+TEST_CASE("many nodes: an agent given another node's name is told its own",
+          "[e2e][many-nodes]") {
+  REQUIRE_PARTS();
+  SimCluster c(four_nodes());
+  REQUIRE(cluster_part(c).exit_code == 0);
+  Run r = node_part(c, "gpu-a", {"--node", "gpu-b"});
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("this host's kubelet is the Node gpu-a") &&
+                        Catch::Contains("rerun with --node gpu-a"));
+  CHECK_THAT(r.err, !Catch::Contains("admin's kubeconfig"));
+  const json labels = c.object("/api/v1/nodes/gpu-b")["metadata"]["labels"];
+  CHECK_FALSE(labels.contains("nvidia.com/gpu.present"));
 }

@@ -567,3 +567,14 @@ TEST_CASE("a malformed kubeconfig's error says where to look", "[kube]") {
             " config view shows what is wrong with it; or give --kubeconfig "
             "the cluster's (on a k3s server: /etc/rancher/k3s/k3s.yaml)");
 }
+
+// Regression (independent try of issue 26): a path with a space went into
+// the fix's command line as two words.
+TEST_CASE("a malformed kubeconfig's fix quotes a path with a space", "[kube]") {
+  Files none;
+  auto config = parse("clusters: [unclosed\n  - {", none, "/root/my k.yaml");
+  REQUIRE_FALSE(config);
+  CHECK_THAT(config.error().fix,
+             Catch::StartsWith("kubectl --kubeconfig '/root/my k.yaml' "
+                               "config view"));
+}

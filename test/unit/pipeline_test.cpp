@@ -60,6 +60,19 @@ TEST_CASE("stage selection with --only and --skip keep the pipeline's order",
   CHECK(names(*s) == pipeline_without({"preflight", "toolkit"}));
 }
 
+// Regression (independent try of issue 26): no fix said what to change.
+TEST_CASE("only and skip lists that leave nothing say which to change",
+          "[pipeline]") {
+  auto r = select_stages(make_pipeline(), {"driver"}, {"driver"});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().exit == ExitCode::kUsage);
+  CHECK(r.error().message == "--only/--skip leave no stage to run");
+  CHECK(r.error().fix == "drop from --skip the stages --only names");
+  auto all = select_stages(make_pipeline(), {}, pipeline_stage_names());
+  REQUIRE_FALSE(all);
+  CHECK(all.error().fix == "skip fewer stages with --skip");
+}
+
 TEST_CASE("an unknown stage name is a usage error listing the stages",
           "[pipeline]") {
   auto r = select_stages(make_pipeline(), {"drivers"}, {});

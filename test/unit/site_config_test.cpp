@@ -181,6 +181,17 @@ TEST_CASE("bad config files name the file, line and key", "[config]") {
   }
 }
 
+// Regression (independent try of issue 26): a syntax error had no fix.
+TEST_CASE("a config.toml that does not parse says which line to correct",
+          "[config][regression]") {
+  TempDir root;
+  write_config(root, "variant = \"default\"\nreplicas = [\n");
+  const Error e = expect_error(root, env_of({}));
+  CHECK(e.fix == "correct line 2 of " + root.path() +
+                     "/etc/gpunode/config.toml (TOML: key = \"text\" or "
+                     "key = number, one a line)");
+}
+
 TEST_CASE("bad environment values name the variable", "[config]") {
   TempDir root;
   CHECK(expect_error(root, env_of({{"GPUNODE_REPLICAS", "lots"}})).message ==
@@ -399,6 +410,44 @@ TEST_CASE(
   CHECK(cli({"bundle", "verify", stick, "--root", root.path(), "--trust-key",
              root.path() + "/etc/gpunode/keys/site.pub"})
             .exit_code == 0);
+}
+
+// Regression (independent try of issue 26): a config.toml everyone may
+// write was taken without a word when it set no trust-keys.
+TEST_CASE("a config.toml others may write is warned of in every run",
+          "[config][regression]") {
+  TempDir root;
+  test::ScopedEnv env;
+  for (const auto& spec : setting_specs()) env.unset(spec.env);
+  const std::string config = root.path() + "/etc/gpunode/config.toml";
+  write_config(root, "timeout = \"20m\"\n");
+  REQUIRE(::chmod(config.c_str(), 0666) == 0);
+  const auto before = test::snapshot_tree(root.path());
+  for (const char* command : {"status", "plan"}) {
+    INFO(command);
+    auto r =
+        cli({command, "--json", "--root", root.path(), "--only", "preflight"});
+    bool warned = false;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      const auto e = nlohmann::json::parse(line, nullptr, false);
+      if (e.value("event", "") != "warning") continue;
+      warned = true;
+      CHECK(e["layer"] == "config");
+      CHECK(e["message"] ==
+            config + " sets this node's defaults, and " + config +
+                " is writable by everyone (mode 0666): someone other than "
+                "root could choose what gpunode does here (with trust-keys "
+                "in it, gpunode refuses it); fix: sudo chmod go-w " +
+                config);
+    }
+    CHECK(warned);
+    CHECK(test::snapshot_tree(root.path()) == before);
+  }
+  // Root's own mode: no warning.
+  REQUIRE(::chmod(config.c_str(), 0644) == 0);
+  auto quiet = cli({"status", "--root", root.path(), "--only", "preflight"});
+  CHECK_THAT(quiet.err, !Catch::Contains("sets this node's defaults"));
 }
 
 // Regression (independent try of issue 26): the findings about config show,

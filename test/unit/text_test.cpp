@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 using gpunode::human_bytes;
+using gpunode::shell_word;
 
 TEST_CASE("human_bytes: each unit from its first byte, one decimal below GiB",
           "[text]") {
@@ -45,4 +46,17 @@ TEST_CASE("quoted_value: short values whole, long ones cut with their size",
   CHECK(quoted_value(utf8) == "'" + std::string(kEchoLimit - 1, 'a') +
                                   "...' (" + std::to_string(utf8.size()) +
                                   " bytes)");
+}
+
+// Regression (independent try of issue 26): fix lines pasted a path with a
+// space as two words.
+TEST_CASE("shell_word quotes what a shell would split or expand", "[text]") {
+  CHECK(shell_word("/var/lib/gpunode/lock") == "/var/lib/gpunode/lock");
+  CHECK(shell_word("nvcr.io/nvidia/x:v0.19.3@sha256:ab") ==
+        "nvcr.io/nvidia/x:v0.19.3@sha256:ab");
+  CHECK(shell_word("/media/my stick/dp.tar") == "'/media/my stick/dp.tar'");
+  CHECK(shell_word("it's") == "'it'\\''s'");
+  CHECK(shell_word("$(reboot)") == "'$(reboot)'");
+  CHECK(shell_word("a;b") == "'a;b'");
+  CHECK(shell_word("") == "''");
 }

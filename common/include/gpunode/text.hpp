@@ -26,4 +26,11 @@ std::string human_bytes(std::uint64_t bytes);
 inline constexpr std::size_t kEchoLimit = 64;
 std::string quoted_value(std::string_view value);
 
+// `word` as one word of a POSIX shell command line, for the fix lines that
+// tell the operator what to run: unchanged when it holds only characters
+// no shell treats specially, else in single quotes ('/media/my stick' ->
+// '/media/my stick', it's -> 'it'\''s'), so a pasted fix never splits a
+// path with a space or runs what a file name holds.
+std::string shell_word(std::string_view word);
+
 }  // namespace gpunode

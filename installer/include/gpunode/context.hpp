@@ -113,6 +113,10 @@ class Context {
   // The kubeconfig this run uses: --kubeconfig, else the kubelet's for the
   // node part alone, else k3s's admin one.
   std::string kubeconfig();
+  // Which part this run does, on which kind of k3s host, with which
+  // credentials: the result event's scope, role and kubeconfig (README,
+  // "Roles on a cluster of many nodes"), for every command that has them.
+  nlohmann::json run_identity();
   // True for plan, --dry-run and status: every write goes out with dryRun.
   bool previewing() const { return writes_ == ClusterWrites::kDryRun; }
 

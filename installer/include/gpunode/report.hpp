@@ -50,6 +50,8 @@ class Reporter {
               const std::vector<StageOutcome>& outcomes,
               const nlohmann::json& extra = nlohmann::json::object());
 
+  // The error event's fields (docs/json-events.md), the one builder.
+  static nlohmann::json error_event(const Error& e);
   // The result event's fields (docs/json-events.md), the one builder.
   static nlohmann::json result_event(std::string_view command, ExitCode code,
                                      const std::string& summary,

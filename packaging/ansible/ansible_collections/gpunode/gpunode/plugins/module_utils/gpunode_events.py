@@ -123,6 +123,23 @@ def ansible_terms(text):
                   'rerun the playbook with ', text)
 
 
+_HELP_FIX = re.compile(r"^gpunode ([a-z -]+?) --help gives each flag's values$")
+_LEADING_FLAG = re.compile(r'^(--[a-z0-9][a-z0-9-]*)\b')
+
+
+def variable_fix(message, fix):
+    """A refused value's fix, under Ansible: gpunode points at its --help,
+    but the operator edits a role variable, so the fix names it, e.g.
+    `correct gpunode_timeout (gpunode install --help describes its values,
+    as --timeout)`. Any other fix is returned as ansible_terms() says it."""
+    flag = _LEADING_FLAG.match(message or '')
+    helped = _HELP_FIX.match(fix or '')
+    if not flag or not helped or flag.group(1) not in FLAG_VARIABLES:
+        return ansible_terms(fix)
+    return 'correct %s (gpunode %s --help describes its values, as %s)' % (
+        FLAG_VARIABLES[flag.group(1)], helped.group(1), flag.group(1))
+
+
 class EventError(Exception):
     """gpunode's output cannot be trusted: no result, or another schema."""
 
@@ -212,7 +229,8 @@ def failure(events, result):
                 'layer': e.get('layer'),
                 'code': None,
                 'message': ansible_terms(safe_text(e.get('message'))),
-                'fix': ansible_terms(safe_text(e.get('fix'))) or None,
+                'fix': variable_fix(safe_text(e.get('message')),
+                                    safe_text(e.get('fix'))) or None,
             }
     for e in events:
         if e.get('event') == 'stage' and e.get('status') == 'blocked':

@@ -193,6 +193,32 @@ class AnsibleTermsTest(unittest.TestCase):
         for text, want in self.CASES:
             self.assertEqual(ev.ansible_terms(text), want)
 
+    def test_a_refused_value_names_its_variable_not_the_help(self):
+        # Regression (independent try of issue 26): a bad gpunode_timeout
+        # was told to read `gpunode install --help`.
+        events = [{'event': 'error', 'layer': 'usage', 'exit_code': 2,
+                   'message': "--timeout: 'zz' is not a duration such as 10m",
+                   'fix': "gpunode install --help gives each flag's values"}]
+        res = result(exit_code=2, status='invalid-input')
+        got = ev.failure(events, res)
+        self.assertEqual(got['message'],
+                         "gpunode_timeout: 'zz' is not a duration such as 10m")
+        self.assertEqual(got['fix'],
+                         'correct gpunode_timeout (gpunode install --help '
+                         'describes its values, as --timeout)')
+        # A flag the role has no variable for keeps gpunode's fix.
+        events[0]['message'] = "--frobnicate: unknown"
+        self.assertEqual(ev.failure(events, res)['fix'],
+                         "gpunode install --help gives each flag's values")
+        # So does a fix of its own (the bundle and archive conflict).
+        events[0]['message'] = ('--image-archive: not with --bundle (the '
+                                'bundle brings the image)')
+        events[0]['fix'] = ("drop --image-archive: the bundle's images/ "
+                            "holds the device plugin's archive")
+        self.assertEqual(ev.failure(events, res)['fix'],
+                         "drop gpunode_image_archive: the bundle's images/ "
+                         "holds the device plugin's archive")
+
     def test_the_failure_and_the_stages_speak_ansible(self):
         events = [stage('handler', 'blocked',
                         fix='sudo systemctl restart k3s-agent, or rerun '
