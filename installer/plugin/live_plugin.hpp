@@ -39,8 +39,12 @@ Result<std::optional<LivePlugin>> read_cluster_plugin(
     kube::Client& kube, std::chrono::steady_clock::time_point deadline);
 
 // With the node's identity; nullopt when no plugin pod is bound to `node`.
+// The Node authorizer lets a kubelet read the ConfigMap only once its graph
+// links it to a pod bound to the node, which lags the pod's creation (the
+// real tier saw a 403 there right after the pod came): a refusal is asked
+// again on `clock` for a few seconds before it counts.
 Result<std::optional<LivePlugin>> read_node_plugin(
-    kube::Client& kube, const std::string& node,
+    kube::Client& kube, const std::string& node, Clock& clock,
     std::chrono::steady_clock::time_point deadline);
 
 // "time-slicing, 4 slot(s) per GPU as nvidia.com/gpu": for messages.

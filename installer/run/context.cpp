@@ -128,7 +128,7 @@ Result<const LivePlugin*> Context::live_plugin() {
   } else {
     auto name = node();
     if (!name) return name.error();
-    live = read_node_plugin(**kube, *name, deadline);
+    live = read_node_plugin(**kube, *name, host.clock(), deadline);
   }
   if (!live) return live.error();
   if (!*live) return static_cast<const LivePlugin*>(nullptr);
