@@ -240,7 +240,7 @@ std::optional<std::string> site_config_exposure(const std::string& root) {
   return shown + " sets this node's defaults, and " + unsafe->path + " " +
          unsafe->why +
          ": someone other than root could choose what gpunode does here "
-         "(with trust-keys in it, gpunode refuses it); fix: " +
+         "(a run that takes a setting from it is refused); fix: " +
          unsafe->fix;
 }
 
@@ -301,6 +301,26 @@ Result<std::vector<Setting>> resolve_site_settings(
       }
     }
     out.push_back(std::move(s));
+  }
+  // A setting taken from a config.toml that someone other than root could
+  // rewrite would let them choose what root does here (the variant of the
+  // whole cluster's device plugin, the driver floor): refused as a loose
+  // state dir or key is (the independent try of issue 26). A loose file
+  // whose every setting a flag or variable overrides is only warned of
+  // (site_config_exposure).
+  std::string taken;
+  for (const Setting& s : out)
+    if (s.source == SettingSource::kFile)
+      taken += (taken.empty() ? "" : ", ") + s.key;
+  if (!taken.empty()) {
+    if (auto unsafe = find_unsafe_component(*fs, kSiteConfigPath)) {
+      return Error{ExitCode::kCannotRun, "config",
+                   shown + " sets " + taken + " for this run, and " +
+                       unsafe->path + " " + unsafe->why +
+                       ": someone other than root could choose what gpunode "
+                       "does here",
+                   unsafe->fix};
+    }
   }
   // A site default for replicas applies to a variant that takes them
   // (time-slicing) only; with another it is ignored rather than refused

@@ -48,10 +48,10 @@ Result<std::vector<Setting>> resolve_site_settings(
     const EnvLookup& env);
 
 // A warning when <root>/etc/gpunode/config.toml exists and someone other
-// than root could rewrite it (it or a directory above it): it then decides
-// this node's settings for them. Refused outright (exit 5) only when it
-// sets trust-keys, in resolve_site_settings; otherwise a warning, so that
-// a site that shipped it so is told, not stopped.
+// than root could rewrite it (it or a directory above it). A run that
+// takes any setting from such a file is refused (exit 5) in
+// resolve_site_settings; this warns of one whose settings all gave way to
+// flags and variables.
 std::optional<std::string> site_config_exposure(const std::string& root);
 
 // Where the trust-keys setting came from: "--trust-key",

@@ -628,7 +628,8 @@ std::string kubelet_other_node_fix(const std::string& message) {
       !std::regex_search(message, m, write_refused))
     return "";
   return "this host's kubelet is the Node " + m[1].str() +
-         ", and a kubelet may change only its own Node: the run took this "
+         ", and a kubelet may read and change only its own Node: the run took "
+         "this "
          "host for " +
          m[2].str() +
          " (--node, else node-name in /etc/rancher/k3s/config.yaml, else "

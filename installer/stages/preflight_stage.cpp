@@ -34,6 +34,14 @@ std::optional<Check> unknown_node(Context& ctx, const std::string& node) {
   const auto deadline =
       std::min(ctx.deadline, ctx.host.clock().steady_now() + kNodeProbe);
   auto live = (*kube)->get("/api/v1/nodes/" + node, deadline);
+  // The node part's identity, the kubelet's, may read its own Node only
+  // (the Node authorizer): a refusal says the name is another node's, a
+  // mistyped --node, found here before any layer changes (the independent
+  // try of issue 26 saw the image imported first). The client's fix names
+  // the kubelet's own Node.
+  if (!live && live.error().status == 403 && !ctx.carries_cluster_part())
+    return blocked("preflight.other-node", live.error().message,
+                   live.error().fix, ExitCode::kUsage);
   if (!live || *live) return std::nullopt;
   const Error e = node_not_in_cluster(ctx, **kube, node, deadline);
   return blocked("preflight.unknown-node", e.message, e.fix, e.exit);

@@ -413,9 +413,12 @@ TEST_CASE(
 }
 
 // Regression (independent try of issue 26): a config.toml everyone may
-// write was taken without a word when it set no trust-keys.
-TEST_CASE("a config.toml others may write is warned of in every run",
-          "[config][regression]") {
+// write was taken without a word when it set no trust-keys, and so chose
+// the cluster's device plugin for whoever wrote it.
+TEST_CASE(
+    "a config.toml others may write: a run that takes a setting from it is "
+    "exit 5, one that takes none is warned",
+    "[config][regression]") {
   TempDir root;
   test::ScopedEnv env;
   for (const auto& spec : setting_specs()) env.unset(spec.env);
@@ -423,30 +426,31 @@ TEST_CASE("a config.toml others may write is warned of in every run",
   write_config(root, "timeout = \"20m\"\n");
   REQUIRE(::chmod(config.c_str(), 0666) == 0);
   const auto before = test::snapshot_tree(root.path());
-  for (const char* command : {"status", "plan"}) {
+  for (const char* command : {"status", "plan", "install"}) {
     INFO(command);
-    auto r =
-        cli({command, "--json", "--root", root.path(), "--only", "preflight"});
-    bool warned = false;
-    std::istringstream lines(r.out);
-    for (std::string line; std::getline(lines, line);) {
-      const auto e = nlohmann::json::parse(line, nullptr, false);
-      if (e.value("event", "") != "warning") continue;
-      warned = true;
-      CHECK(e["layer"] == "config");
-      CHECK(e["message"] ==
-            config + " sets this node's defaults, and " + config +
-                " is writable by everyone (mode 0666): someone other than "
-                "root could choose what gpunode does here (with trust-keys "
-                "in it, gpunode refuses it); fix: sudo chmod go-w " +
-                config);
-    }
-    CHECK(warned);
+    auto r = cli({command, "--json", "--root", root.path()});
+    CHECK(r.exit_code == 5);
+    const auto last = nlohmann::json::parse(
+        r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1));
+    CHECK(last["exit_code"] == 5);
+    CHECK(last["summary"] ==
+          config + " sets timeout for this run, and " + config +
+              " is writable by everyone (mode 0666): someone other than "
+              "root could choose what gpunode does here");
     CHECK(test::snapshot_tree(root.path()) == before);
   }
-  // Root's own mode: no warning.
+  // Every setting it has given by a flag: warned of, and the run goes on.
+  auto flagged = cli({"status", "--json", "--root", root.path(), "--timeout",
+                      "5m", "--only", "preflight"});
+  CHECK(flagged.exit_code != 5);
+  CHECK_THAT(flagged.out,
+             Catch::Contains(R"("event":"warning","layer":"config")") &&
+                 Catch::Contains("fix: sudo chmod go-w " + config));
+  CHECK(test::snapshot_tree(root.path()) == before);
+  // Root's own mode: no refusal, no warning.
   REQUIRE(::chmod(config.c_str(), 0644) == 0);
   auto quiet = cli({"status", "--root", root.path(), "--only", "preflight"});
+  CHECK(quiet.exit_code != 5);
   CHECK_THAT(quiet.err, !Catch::Contains("sets this node's defaults"));
 }
 
