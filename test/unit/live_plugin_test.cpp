@@ -26,7 +26,7 @@ std::size_t configmap_reads(test::ClusterBed& bed) {
 // and the agent's install ended blocked.
 TEST_CASE(
     "live plugin: a kubelet's refused ConfigMap read is asked again for a "
-    "few seconds; an admin's counts at once",
+    "few seconds, an admin's counts at once",
     "[plugin][live-plugin]") {
   test::ClusterBed bed;
   bed.sharing(Variant::kTimeSlicing, 4);
