@@ -229,6 +229,18 @@ std::set<std::string> given_setting_flags(const CLI::App& cmd) {
   return given;
 }
 
+namespace {
+
+// Why a config.toml someone other than root could rewrite is a risk: the
+// one wording of the refusal (resolve_site_settings) and the warning.
+std::string exposure_text(const std::string& shown, const std::string& what,
+                          const UnsafeComponent& unsafe) {
+  return shown + " " + what + ", and " + unsafe.path + " " + unsafe.why +
+         ": someone other than root could choose what gpunode does here";
+}
+
+}  // namespace
+
 std::optional<std::string> site_config_exposure(const std::string& root) {
   if (root.empty() || root.front() != '/') return std::nullopt;
   auto fs = make_rooted_file_system(root);
@@ -237,10 +249,8 @@ std::optional<std::string> site_config_exposure(const std::string& root) {
   if (!unsafe) return std::nullopt;
   const std::string shown =
       root == "/" ? kSiteConfigPath : fs->resolve(kSiteConfigPath);
-  return shown + " sets this node's defaults, and " + unsafe->path + " " +
-         unsafe->why +
-         ": someone other than root could choose what gpunode does here "
-         "(a run that takes a setting from it is refused); fix: " +
+  return exposure_text(shown, "sets this node's defaults", *unsafe) +
+         " (a run that takes a setting from it is refused); fix: " +
          unsafe->fix;
 }
 
@@ -314,12 +324,10 @@ Result<std::vector<Setting>> resolve_site_settings(
       taken += (taken.empty() ? "" : ", ") + s.key;
   if (!taken.empty()) {
     if (auto unsafe = find_unsafe_component(*fs, kSiteConfigPath)) {
-      return Error{ExitCode::kCannotRun, "config",
-                   shown + " sets " + taken + " for this run, and " +
-                       unsafe->path + " " + unsafe->why +
-                       ": someone other than root could choose what gpunode "
-                       "does here",
-                   unsafe->fix};
+      return Error{
+          ExitCode::kCannotRun, "config",
+          exposure_text(shown, "sets " + taken + " for this run", *unsafe),
+          unsafe->fix};
     }
   }
   // A site default for replicas applies to a variant that takes them
