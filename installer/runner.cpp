@@ -30,6 +30,8 @@ std::string command_name(RunMode mode, bool dry_run) {
       return "plan";
     case RunMode::kStatus:
       return "status";
+    case RunMode::kProve:
+      return "prove";
   }
   return "install";
 }
@@ -94,13 +96,12 @@ class Run {
         opts_(opts),
         mode_(mode),
         report_(report),
-        mutating_(mode == RunMode::kInstall && !opts.dry_run),
+        mutating_(run_mode_changes(mode, opts.dry_run)),
         command_(command_name(mode, opts.dry_run)),
         // Only install writes to the cluster: every other command's writes
         // (plan's dry run) go out with dryRun=All.
         ctx_(host, opts, host.clock().steady_now() + opts.timeout, {},
-             mode == RunMode::kInstall && !opts.dry_run
-                 ? ClusterWrites::kReal
+             run_mode_changes(mode, opts.dry_run) ? ClusterWrites::kReal
                  : ClusterWrites::kDryRun) {}
 
   Context& context() { return ctx_; }
@@ -239,7 +240,7 @@ class Run {
           std::to_string(outcomes_.size() - skipped) + " stage(s) checked";
       if (applied > 0) summary += ", " + std::to_string(applied) + " applied";
       if (skipped > 0) summary += ", " + std::to_string(skipped) + " skipped";
-      if (mode_ != RunMode::kInstall || opts_.dry_run) {
+      if (!run_mode_changes(mode_, opts_.dry_run)) {
         std::size_t would = 0;
         for (const auto& o : outcomes_) would += o.status == "would-apply";
         if (would > 0)
@@ -280,18 +281,20 @@ class Run {
                          flag};
       }
     }
-    if (scope != Scope::kBoth && opts_.smoke)
+    if (!has_cluster_part(scope) && opts_.smoke)
       return Error{ExitCode::kUsage, "usage",
                    "--smoke: not used by " + part +
-                       ": the CUDA Pod runs only in a run of both parts",
-                   "drop --smoke, or run it where an admin kubeconfig is, "
-                   "with --scope both"};
+                       ": the proof Pods are made by the cluster part, with "
+                       "an admin identity",
+                   "drop --smoke, or run it where an admin kubeconfig is: "
+                   "gpunode prove (or install --smoke) with --scope cluster "
+                   "or both"};
     std::string names;
-    bool whole_run_only = true;
+    bool actions_only = true;
     for (const auto& stage : stages) {
       if (stage->runs_in(scope)) return std::nullopt;
       names += (names.empty() ? "" : ", ") + std::string(stage->name());
-      whole_run_only &= stage->part() == StagePart::kWholeRun;
+      actions_only &= stage->part() == StagePart::kClusterAction;
     }
     // The scopes that do run them (regression, independent try of issue
     // 26: `--only smoke` was sent to --scope cluster, which skips it too).
@@ -308,9 +311,9 @@ class Run {
         ExitCode::kUsage, "usage",
         "nothing to check: the stages chosen (" + names + ") are not part of " +
             part +
-            (whole_run_only ? std::string(" (the CUDA Pod runs only in a run "
-                                          "of both parts)")
-                            : scope_reason(scope)),
+            (actions_only ? std::string(" (the proof Pods are the cluster "
+                                        "part's)")
+                          : scope_reason(scope)),
         "run them with " + scopes +
             ", or choose stages of this part with --only"};
   }

@@ -20,8 +20,8 @@ const char* stage_part_name(StagePart p) {
       return "node";
     case StagePart::kCluster:
       return "cluster";
-    case StagePart::kWholeRun:
-      return "whole-run";
+    case StagePart::kClusterAction:
+      return "cluster-action";
   }
   return "node";
 }
@@ -32,8 +32,8 @@ bool Stage::runs_in(Scope scope) const {
       return has_node_part(scope);
     case StagePart::kCluster:
       return true;  // the node part reads what the cluster part made
-    case StagePart::kWholeRun:
-      return scope == Scope::kBoth;
+    case StagePart::kClusterAction:
+      return has_cluster_part(scope);
   }
   return false;
 }

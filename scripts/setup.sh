@@ -24,7 +24,10 @@ build_packages=(g++ cmake ninja-build pkg-config
   ccache  # a rebuild in a fresh clone reuses the objects of an earlier one
   # the real tier (test/real): runc and the CNI plugins under real
   # containerd and kubelet; nsenter and ip for its node namespaces
-  runc containernetworking-plugins util-linux iproute2)
+  runc containernetworking-plugins util-linux iproute2
+  # /bin/sh of the real tier's CUDA sample stand-in image: the proof Pods
+  # run their fixed script in the image's shell (installer/proof/proof_pod.hpp)
+  busybox-static)
 
 # Real kubectl drives the simulated node in the tests. This machine image
 # ships a current one; elsewhere Debian's own (kubernetes-client) stands in.

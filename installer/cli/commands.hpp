@@ -20,6 +20,8 @@ struct CommandIo {
 void register_install(CLI::App& app, CommandIo& io);
 void register_plan(CLI::App& app, CommandIo& io);
 void register_status(CLI::App& app, CommandIo& io);
+// install of the proof alone (proof/gpu_proof.hpp)
+void register_prove(CLI::App& app, CommandIo& io);
 void register_uninstall(CLI::App& app, CommandIo& io);
 void register_version(CLI::App& app, CommandIo& io);
 // bundle verify | keygen | create

@@ -75,6 +75,16 @@ const char* scope_name(Scope s) {
   return "both";
 }
 
+const char* proof_depth_name(ProofDepth d) {
+  return d == ProofDepth::kDeep ? "deep" : "quick";
+}
+
+std::optional<ProofDepth> parse_proof_depth(const std::string& text) {
+  if (text == "quick") return ProofDepth::kQuick;
+  if (text == "deep") return ProofDepth::kDeep;
+  return std::nullopt;
+}
+
 std::optional<Scope> parse_scope(const std::string& text) {
   for (Scope s : {Scope::kNode, Scope::kCluster, Scope::kBoth})
     if (text == scope_name(s)) return s;
@@ -136,6 +146,24 @@ Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
   return std::chrono::milliseconds(total_ms);
 }
 
+namespace {
+
+void add_proof_flags(CLI::App* cmd, FlagValues& v) {
+  cmd->add_option(
+      "--smoke-image", v.smoke_image,
+      "The proof Pods' image: /bin/sh and the CUDA sample at /cuda-samples/"
+      "vectorAdd. In k3s's containerd already, or imported from the bundle "
+      "when it carries it (default: " +
+          locked_cuda_sample_image().ref + ")");
+  cmd->add_option("--proof", v.proof,
+                  "quick (the CUDA sample on every GPU, and DCGM's "
+                  "diagnostic level 1 where this host has DCGM: seconds) or "
+                  "deep (DCGM level 2: about 2 minutes)")
+      ->capture_default_str();
+}
+
+}  // namespace
+
 void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
   // Where: every command.
   cmd->add_option("--root", v.root,
@@ -162,7 +190,25 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
                   "Device plugin image reference (default: " +
                       locked_device_plugin_image().ref +
                       ", from images/images.lock)");
-  if (set != FlagSet::kUninstall) {
+  if (set == FlagSet::kProve) {
+    add_proof_flags(cmd, v);
+    cmd->add_option("--node", v.node,
+                    "Kubernetes node name of this host (default: node-name "
+                    "from /etc/rancher/k3s/config.yaml, else the host name)");
+    cmd->add_option("--bundle", v.bundle,
+                    "Offline bundle directory: verified, then its archive of "
+                    "the CUDA sample is named in a fix when a node lacks it; "
+                    "never written");
+    cmd->add_option("--trust-key", v.trust_keys,
+                    "Publisher key (Ed25519 .pub) the bundle must be signed "
+                    "with; also read: <root>/etc/gpunode/trusted-keys/*.pub");
+    cmd->add_option(
+        "--scope", v.scope,
+        "'cluster' (prove every GPU node; needs an admin kubeconfig) or "
+        "'both' (the same, and this host's DCGM diagnostic too; the "
+        "default on a k3s server). A node's own identity cannot make Pods");
+  }
+  if (set != FlagSet::kUninstall && set != FlagSet::kProve) {
     // What: the layers and how the GPUs are advertised.
     cmd->add_option(
         "--node", v.node,
@@ -217,7 +263,7 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
                   "a second plugin. The cluster part's: refused with --scope "
                   "node");
   }
-  if (set != FlagSet::kUninstall) {
+  if (set != FlagSet::kUninstall && set != FlagSet::kProve) {
     cmd->add_option(
         "--scope", v.scope,
         "Which part to do: 'node' (this host and its own Node's labels, "
@@ -225,7 +271,7 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
         "'cluster' (RuntimeClass, device plugin DaemonSet and ConfigMap, "
         "then wait for every GPU node; needs an admin kubeconfig) or 'both' "
         "(the default elsewhere)");
-  } else {
+  } else if (set == FlagSet::kUninstall) {
     cmd->add_option(
         "--scope", v.scope,
         "Which part to take back: 'node' (this node's GPU labels and "
@@ -239,15 +285,13 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
         "Allow a change of the device plugin's settings (variant, replicas) "
         "that restarts the plugin on other GPU nodes too: one DaemonSet "
         "serves them all. The cluster part's: refused with --scope node");
-    cmd->add_flag("--smoke", v.smoke,
-                  "Finally run a CUDA Pod (runtimeClassName nvidia, one GPU "
-                  "slot) and require "
-                  "\"Test PASSED\" in its log. Only with --scope both");
-    cmd->add_option(
-        "--smoke-image", v.smoke_image,
-        "Image for --smoke: in k3s's containerd already, or imported from "
-        "the bundle when it carries it (default: " +
-            locked_cuda_sample_image().ref + ")");
+    cmd->add_flag(
+        "--smoke", v.smoke,
+        "Finally prove every GPU of every GPU node, as gpunode prove does: "
+        "CUDA Pods (runtimeClassName nvidia, one slot each) until each GPU "
+        "has printed \"Test PASSED\". The cluster part's: not with --scope "
+        "node");
+    add_proof_flags(cmd, v);
   }
   if (set == FlagSet::kInstall) {
     cmd->add_flag("--restart-k3s", v.restart_k3s,
@@ -403,6 +447,12 @@ Result<Options> validate_flags(const FlagValues& v) {
   o.insecure_skip_signature = v.insecure_skip_signature;
   o.replace_existing = v.replace_existing;
   o.smoke = v.smoke;
+  if (auto depth = parse_proof_depth(v.proof)) {
+    o.proof = *depth;
+  } else {
+    return usage_error("--proof: " + quoted_value(v.proof) +
+                       " is not one of quick, deep");
+  }
   o.smoke_image =
       v.smoke_image.empty() ? locked_cuda_sample_image().ref : v.smoke_image;
   o.only = v.only;

@@ -45,9 +45,10 @@ struct FlagValues {
   bool replace_existing = false;
   bool smoke = false;
   std::string smoke_image;
+  std::string proof = "quick";
 };
 
-enum class FlagSet { kInstall, kPlan, kStatus, kUninstall };
+enum class FlagSet { kInstall, kPlan, kStatus, kUninstall, kProve };
 
 void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set);
 // `e` with, when it has no fix of its own, one that points at `command`'s

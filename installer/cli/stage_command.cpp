@@ -55,6 +55,15 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
   if (!sharing_flagged) options->sharing_site_origin = site_origins;
   options->sharing_from_cluster =
       mode == RunMode::kStatus && !options->sharing_given;
+  if (mode == RunMode::kProve) {
+    // The proof alone, of what the cluster runs: its settings, not a
+    // default's, decide what a slot is.
+    options->only = {"smoke"};
+    options->smoke = true;
+    options->sharing_given = false;
+    options->sharing_site_origin.clear();
+    options->sharing_from_cluster = true;
+  }
   note_given_flags(cmd, *options);
   // Debug logs (-vv) go to stderr, beside the human text.
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(io.err);
@@ -74,10 +83,9 @@ int run_stage_command(RunMode mode, FlagValues flags, const CLI::App& cmd,
     report.refused(command, stages.error(), ExitCode::kUsage);
     return static_cast<int>(ExitCode::kUsage);
   }
-  report.set_details(mode != RunMode::kInstall || options->dry_run ||
+  report.set_details(!run_mode_changes(mode, options->dry_run) ||
                      options->verbosity > 0);
-  if (mode == RunMode::kInstall && !options->dry_run)
-    install_interrupt_handlers();
+  if (run_mode_changes(mode, options->dry_run)) install_interrupt_handlers();
   auto host = make_system_host(options->root);
   auto progress = make_cli_progress(flags.json, io.out, io.err);
   return static_cast<int>(

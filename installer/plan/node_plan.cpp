@@ -11,6 +11,7 @@ NodePlan plan_node(const std::string& node, const GpuInventory& gpus,
   NodePlan plan;
   plan.node = node;
   plan.labels = gpu_labels_for(gpus);
+  plan.annotations = gpu_annotations_for(gpus);
   plan.plugin_image = opts.image_ref;
   if (opts.smoke) plan.smoke_image = opts.smoke_image;
   return plan;
@@ -44,6 +45,7 @@ nlohmann::json plan_json(const NodePlan* node, const SlotExpectation* slots) {
     out["node"] = {{"name", node->node},
                    {"runtime_handler", node->runtime_handler},
                    {"labels", node->labels},
+                   {"annotations", node->annotations},
                    {"plugin_image", node->plugin_image}};
     out["node"]["smoke_image"] = node->smoke_image
                                      ? nlohmann::json(*node->smoke_image)

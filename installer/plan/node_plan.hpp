@@ -28,6 +28,9 @@ struct NodePlan {
   // GPU Feature Discovery's labels for the counted GPUs (plugin/
   // gpu_labels.hpp): the DaemonSet's node affinity follows them.
   std::map<std::string, std::string> labels;
+  // What the node publishes beside them (plugin/gpu_labels.hpp): its GPUs'
+  // UUIDs, which the cluster part's proof covers.
+  std::map<std::string, std::string> annotations;
   std::string plugin_image;
   std::optional<std::string> smoke_image;  // with --smoke
 };

@@ -37,6 +37,29 @@ std::map<std::string, std::string> gpu_labels_for(const GpuInventory& inv) {
   return labels;
 }
 
+std::map<std::string, std::string> gpu_annotations_for(
+    const GpuInventory& inv) {
+  std::string uuids;
+  for (const GpuInfo& g : inv.gpus)
+    uuids += (uuids.empty() ? "" : ",") + g.uuid;
+  return {{kGpuUuidsAnnotation, uuids}};
+}
+
+std::vector<std::string> published_gpu_uuids(const json& node) {
+  const json notes = node.value("metadata", json::object())
+                         .value("annotations", json::object());
+  const std::string text = notes.value(kGpuUuidsAnnotation, "");
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 std::optional<int> labelled_gpu_count(const json& node) {
   const json labels = node["metadata"].value("labels", json::object());
   const std::string count = labels.value(kGpuCountLabel, "");

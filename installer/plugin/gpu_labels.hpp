@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gpunode/gpu.hpp"
 #include "gpunode/kube.hpp"
@@ -19,6 +20,18 @@ inline constexpr const char* kGpuPresentLabel = "nvidia.com/gpu.present";
 inline constexpr const char* kGpuCountLabel = "nvidia.com/gpu.count";
 inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
 inline constexpr const char* kGpuMemoryLabel = "nvidia.com/gpu.memory";
+
+// The UUIDs of a node's GPUs, as its node part publishes them: the proof
+// (proof/gpu_proof.hpp) knows from them when every GPU of the node has run
+// a Pod, and names the ones that never did. An annotation, not a label: a
+// label value holds at most 63 characters. Comma-separated, in index order.
+inline constexpr const char* kGpuUuidsAnnotation = "gpunode.io/gpu-uuids";
+
+// The annotations for this inventory: kGpuUuidsAnnotation.
+std::map<std::string, std::string> gpu_annotations_for(
+    const GpuInventory& gpus);
+// The UUIDs a Node's kGpuUuidsAnnotation lists; empty without one.
+std::vector<std::string> published_gpu_uuids(const kube::json& node);
 
 // The labels for this inventory: present, count, and the first GPU's
 // product (spaces as '-', as GFD writes "NVIDIA-H200") and memory in MiB.

@@ -30,6 +30,9 @@ struct NodeExpectation {
   // 0): plan --json gives null.
   bool now_known = true;
   std::optional<long long> expected;  // gpus x the plan's slots per GPU
+  // Its GPUs' UUIDs: this host's from the driver, another node's as it
+  // published them (kGpuUuidsAnnotation); empty when unknown.
+  std::vector<std::string> uuids;
 };
 
 struct SlotExpectation {

@@ -49,6 +49,23 @@ class LabelsStage : public Stage {
                      ? " (now " + have.value(key, std::string("?")) + ")"
                      : "");
     }
+    // The GPUs' UUIDs, published beside the labels (the proof covers them).
+    const json notes =
+        (**live)["metadata"].value("annotations", json::object());
+    bool notes_differ = false;
+    for (const auto& [key, value] : (*want)->annotations)
+      notes_differ |= notes.value(key, "") != value;
+    if (differ.empty() && notes_differ) {
+      Check c = needed("labels.apply",
+                       "node " + (*want)->node +
+                           " does not publish its GPUs' UUIDs",
+                       "annotate node " + (*want)->node + ": " +
+                           list((*want)->annotations));
+      c.facts["node"] = (*want)->node;
+      c.facts["labels"] = label_facts(**want, have);
+      c.facts["objects"]["update"] = {"Node " + (*want)->node};
+      return c;
+    }
     Check c = differ.empty()
                   ? satisfied("labels.ok", "node " + (*want)->node +
                                                " is labelled as a GPU node (" +
@@ -57,11 +74,7 @@ class LabelsStage : public Stage {
                            "node " + (*want)->node + " lacks GPU labels",
                            "label node " + (*want)->node + ": " + differ);
     c.facts["node"] = (*want)->node;
-    c.facts["labels"] = json::array();
-    for (const auto& [key, value] : (*want)->labels)
-      c.facts["labels"].push_back({{"name", key},
-                                   {"value", value},
-                                   {"set", have.value(key, "") == value}});
+    c.facts["labels"] = label_facts(**want, have);
     if (!differ.empty())
       c.facts["objects"]["update"] = {"Node " + (*want)->node};
     return c;
@@ -75,7 +88,10 @@ class LabelsStage : public Stage {
     const json node{
         {"apiVersion", "v1"},
         {"kind", "Node"},
-        {"metadata", {{"name", (*want)->node}, {"labels", (*want)->labels}}}};
+        {"metadata",
+         {{"name", (*want)->node},
+          {"labels", (*want)->labels},
+          {"annotations", (*want)->annotations}}}};
     auto applied =
         (*kube)->apply("/api/v1/nodes/" + (*want)->node, node, ctx.deadline);
     if (!applied) return applied.error();
@@ -86,6 +102,15 @@ class LabelsStage : public Stage {
   // The node plan's labels for this node (plan/node_plan.hpp).
   static Result<const NodePlan*> wanted(Context& ctx) {
     return ctx.node_plan();
+  }
+
+  static json label_facts(const NodePlan& want, const json& have) {
+    json out = json::array();
+    for (const auto& [key, value] : want.labels)
+      out.push_back({{"name", key},
+                     {"value", value},
+                     {"set", have.value(key, "") == value}});
+    return out;
   }
 
   static std::string list(const std::map<std::string, std::string>& labels) {

@@ -1,18 +1,23 @@
-// smoke (--smoke): the only check that proves the whole chain works. A Pod
-// with runtimeClassName nvidia asking for one GPU slot runs the CUDA
-// vectorAdd sample to completion; its log must say "Test PASSED". The Pod
-// is deleted whatever happens. A cause that waiting will not cure (the
-// image missing, no sandbox, no free slot) ends the watch at once, named
-// by its layer (stages/smoke_diagnosis.hpp).
-#include <optional>
+// smoke (--smoke, or `gpunode prove`): the proof that the whole chain works,
+// on every physical GPU of every GPU node the run's cluster part covers.
+// Each node gets proof Pods (runtimeClassName nvidia, one slot each, placed
+// on it) until each GPU it published has run the CUDA sample to "Test
+// PASSED" (proof/gpu_proof.hpp); a GPU never reached, or on which CUDA
+// failed, is named. A cause below the GPUs (the image missing, no sandbox,
+// no free slot) ends that node's proof at once, named by its layer
+// (stages/smoke_diagnosis.hpp). Every Pod is deleted whatever happens. On a
+// host that has DCGM, with the node part, its diagnostic runs too
+// (proof/dcgm_diag.hpp).
 #include <random>
 #include <vector>
 
-#include "gpunode/terminal_text.hpp"
+#include "gpunode/interrupt.hpp"
 #include "gpunode/text.hpp"
-#include "kube/manifests.hpp"
 #include "plugin/device_plugin_plan.hpp"
-#include "run/cluster_facts.hpp"
+#include "plugin/gpu_nodes.hpp"
+#include "plugin/slot_expectation.hpp"
+#include "proof/dcgm_diag.hpp"
+#include "proof/gpu_proof.hpp"
 #include "stages/smoke_diagnosis.hpp"
 #include "stages/stages.hpp"
 
@@ -21,248 +26,227 @@ namespace {
 
 using kube::json;
 
-constexpr const char* kNamespace = "default";
-
-// How often the watch stops to read the Pod's events: a sandbox that
-// cannot be made shows only there (the kubelet leaves the Pod Pending,
-// unchanged, and retries), so the watch alone would wait out --timeout.
-constexpr std::chrono::seconds kEventsEvery(2);
-// How long an Unschedulable Pod is given before the stage ends. The
-// scheduler retries it only on a cluster event that could make it fit (a
-// pod deleted, a node changed), else after 5 minutes in the unschedulable
-// queue (DefaultPodMaxInUnschedulablePodsDuration, pkg/scheduler/internal/
-// queue, backend/queue since 1.32): a node with no free slot now keeps none
-// free within a smoke run unless a pod ends. The grace covers just that: a
-// pod that ended a moment ago (the previous smoke Pod, deleted) and is
-// still being removed.
-constexpr std::chrono::seconds kUnschedulableGrace(10);
-
 class SmokeStage : public Stage {
  public:
   std::string_view name() const override { return "smoke"; }
   std::string_view layer() const override { return "Pod resource limit"; }
 
   std::string inputs(Context& ctx) const override {
-    return "smoke_image=" + ctx.opts.smoke_image + "\n";
+    return "smoke_image=" + ctx.opts.smoke_image +
+           "\nproof=" + proof_depth_name(ctx.opts.proof) + "\n";
   }
 
-  // A smoke test is an action, not a state: --smoke (or --only smoke).
+  // A proof is an action, not a state: --smoke, `prove` (or --only smoke).
   bool opt_in() const override { return true; }
-  // It creates a Pod: a node's own identity may create only mirror pods
-  // (NodeRestriction), and a run of the cluster part alone has no GPUs of
-  // its own to try. A single node's run of both parts has both.
-  StagePart part() const override { return StagePart::kWholeRun; }
+  // It creates Pods on every GPU node: the cluster part's admin identity
+  // may; a node's own may create only mirror pods (NodeRestriction).
+  StagePart part() const override { return StagePart::kClusterAction; }
   bool asked_for(const Options& opts) const override { return opts.smoke; }
 
   Check check(Context& ctx) override {
     Check c = verdict(ctx);
-    // docs/json-events.md, smoke: the Pod of this invocation (null until
-    // one ran), its image, "passed" once it printed Test PASSED, the layer
-    // a failed run names, the node its cause is on, and the Pod's events
-    // read before its deletion.
-    c.facts["pod"] =
-        pod_.empty() ? nlohmann::json(nullptr) : nlohmann::json(pod_);
+    // docs/json-events.md, smoke.
+    c.facts["pod"] = last_pod_.empty() ? json(nullptr) : json(last_pod_);
     c.facts["image"] = ctx.opts.smoke_image;
-    c.facts["result"] =
-        passed_.empty() ? nlohmann::json(nullptr) : nlohmann::json("passed");
-    c.facts["layer"] =
-        failure_ ? nlohmann::json(failure_->layer) : nlohmann::json(nullptr);
-    c.facts["node"] = failure_ && !failure_->node.empty()
-                          ? nlohmann::json(failure_->node)
-                          : nlohmann::json(nullptr);
-    c.facts["events"] = events_json(events_);
-    c.details = event_lines(events_);
+    c.facts["proof"] = proof_depth_name(ctx.opts.proof);
+    c.facts["result"] = ran_ ? json(passed() ? "passed" : "failed") : json();
+    const SmokeCause* first = first_stop();
+    c.facts["layer"] = first ? json(first->layer) : json(nullptr);
+    c.facts["node"] = first && !first->node.empty() ? json(first->node)
+                                                    : json(nullptr);
+    std::vector<PodEvent> events;
+    for (const NodeProof& p : proofs_)
+      if (p.stopped) events = p.events;
+    c.facts["events"] = events_json(events);
+    c.facts["nodes"] = json::array();
+    c.facts["gpus"] = json::array();
+    for (const NodeProof& p : proofs_) {
+      c.facts["nodes"].push_back(
+          {{"node", p.node},
+           {"uuids_published", p.uuids_published},
+           {"pods", p.pods},
+           {"passed", p.with_result("passed").size()},
+           {"failed", p.with_result("failed").size()},
+           {"unreached", p.with_result("unreached").size()},
+           {"took_ms", p.took.count()},
+           {"code", p.stopped ? json(p.stopped->code) : json(nullptr)}});
+      for (const GpuProof& g : p.gpus)
+        c.facts["gpus"].push_back(
+            {{"node", p.node},
+             {"uuid", g.uuid},
+             {"result", g.result},
+             {"pod", g.pod.empty() ? json(nullptr) : json(g.pod)},
+             {"at", g.at.empty() ? json(nullptr) : json(g.at)},
+             {"message", g.message.empty() ? json(nullptr) : json(g.message)}});
+    }
+    c.facts["dcgm"] = dcgm_json();
+    c.details = event_lines(events);
+    for (const NodeProof& p : proofs_) {
+      for (const GpuProof& g : p.gpus)
+        c.details.push_back("GPU " + g.uuid + " on " + p.node + ": " +
+                            g.result + (g.pod.empty() ? "" : " (" + g.pod + ")"));
+    }
+    if (dcgm_) c.details.push_back(dcgm_->message);
     return c;
   }
 
   // A Pod that ran and failed is not an error of apply(): the check after
-  // it reports the cause, with the Pod's events as its details. Errors are
-  // for a Pod that could not be had at all.
+  // it reports the cause. Errors are for the Pods that could not be had at
+  // all, and for a stop signal (every Pod is deleted first).
   Result<void> apply(Context& ctx, const Check&) override {
     auto kube = ctx.cluster();
     if (!kube) return kube.error();
     auto plan = ctx.plugin_plan();
     if (!plan) return plan.error();
+    auto slots = ctx.expected_slots();
+    if (!slots) return slots.error();
+    ran_ = true;
     std::mt19937 rng(std::random_device{}());
-    const std::string name = "gpunode-smoke-" + std::to_string(rng() % 100000);
-    pod_ = name;
-    const std::string path =
-        std::string("/api/v1/namespaces/") + kNamespace + "/pods/" + name;
-    json pod = {
-        {"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"metadata",
-         {{"name", name},
-          {"namespace", kNamespace},
-          {"labels", {{kManagedByLabel, "gpunode"}}}}},
-        {"spec",
-         {{"restartPolicy", "Never"},
-          {"runtimeClassName", "nvidia"},
-          {"tolerations", json::array({{{"key", "nvidia.com/gpu"},
-                                        {"operator", "Exists"},
-                                        {"effect", "NoSchedule"}}})},
-          {"containers",
-           json::array(
-               {{{"name", "cuda"},
-                 {"image", ctx.opts.smoke_image},
-                 {"resources",
-                  {{"limits", (*plan)->exposure->smoke_limits()}}}}})}}}};
-    auto created = (*kube)->create(
-        std::string("/api/v1/namespaces/") + kNamespace + "/pods", pod,
-        ctx.deadline);
-    if (!created) {
-      pod_.clear();  // none was made: nothing to delete
-      if (auto refused = cause_of_refusal(created.error()))
-        return Error{refused->exit, refused->layer, refused->message,
-                     refused->fix, created.error().status};
-      return created.error();
+    const ProofSetup setup{
+        "gpunode-smoke-" + std::to_string(rng() % 100000),
+        ctx.opts.smoke_image, (*plan)->resource,
+        (*plan)->exposure->smoke_limits(), import_fix(ctx)};
+    for (const NodeExpectation& n : (*slots)->listed) {
+      if (!n.gpus || *n.gpus <= 0) continue;  // not a GPU node (yet)
+      const ProofTarget target{n.node, n.uuids, *n.gpus,
+                               static_cast<int>((*plan)->slots_for(1))};
+      proofs_.push_back(prove_node(ctx, **kube, target, setup));
+      for (const GpuProof& g : proofs_.back().gpus)
+        if (!g.pod.empty()) last_pod_ = g.pod;
+      if (proofs_.back().interrupted) return interrupted_error("smoke");
     }
-    failure_ = watch_and_read(ctx, **kube, subject(ctx, name), path);
-    if (!failure_)
-      passed_ =
-          "CUDA Pod " + name + " ran on a GPU slot: Test PASSED (Pod deleted)";
-    // Always clean up, with a little time of its own if the run's is spent.
-    (void)(*kube)->remove(path, grace_after(ctx));
+    if (ctx.carries_node_part()) {
+      const int level = ctx.opts.proof == ProofDepth::kDeep ? 2 : 1;
+      const auto bound = std::chrono::milliseconds(
+          std::min<long long>(ctx.time_left().count(),
+                              level == 1 ? 120000 : 900000));
+      dcgm_ = run_dcgm_diag(ctx.host.proc(), level, bound);
+      if (stop_requested()) return interrupted_error("smoke");
+    }
     return {};
   }
 
  private:
-  std::string passed_;  // set once this run's Pod passed
-  std::string pod_;     // the Pod this invocation created, if any
-  std::optional<SmokeCause> failure_;  // why this run's Pod did not pass
-  std::vector<PodEvent> events_;       // the Pod's, read before its deletion
+  bool ran_ = false;
+  std::vector<NodeProof> proofs_;
+  std::string last_pod_;  // the last Pod this invocation ran, if any
+  std::optional<DcgmDiag> dcgm_;
 
-  // The run's deadline, or 10 s from now once it has passed: what the
-  // report's reads and the Pod's deletion get.
-  static std::chrono::steady_clock::time_point grace_after(Context& ctx) {
-    return std::max(ctx.deadline,
-                    ctx.host.clock().steady_now() + std::chrono::seconds(10));
+  bool passed() const {
+    if (proofs_.empty()) return false;
+    for (const NodeProof& p : proofs_)
+      if (!p.ok()) return false;
+    return !dcgm_ || !dcgm_->failed();
+  }
+
+  const SmokeCause* first_stop() const {
+    for (const NodeProof& p : proofs_)
+      if (p.stopped) return &*p.stopped;
+    return nullptr;
+  }
+
+  json dcgm_json() const {
+    if (!dcgm_) return nullptr;
+    json gpus = json::object();
+    for (const auto& [id, status] : dcgm_->gpus) gpus[id] = status;
+    return {{"state", dcgm_->state},
+            {"level", dcgm_->level},
+            {"message", dcgm_->message},
+            {"tests", dcgm_->tests},
+            {"gpus", gpus}};
   }
 
   Check verdict(Context& ctx) const {
-    if (!passed_.empty()) return satisfied("smoke.ok", passed_);
-    if (failure_) {
-      return blocked(failure_->code, failure_->layer + ": " + failure_->message,
-                     failure_->fix, failure_->exit);
+    if (!ran_) {
+      // A proof is an action, not a state: asked for, it always runs.
+      auto plan = ctx.plugin_plan();
+      if (!plan)
+        return blocked("smoke.render", plan.error().message, plan.error().fix);
+      return needed("smoke.run",
+                    "the GPUs have not been proven in this invocation",
+                    "run " + ctx.opts.smoke_image +
+                        " in Pods with runtimeClassName nvidia and " +
+                        (*plan)->resource +
+                        ": 1 on every GPU of every GPU node, read their "
+                        "logs, delete them");
     }
-    // A smoke test is an action, not a state: asked for, it always runs.
-    auto plan = ctx.plugin_plan();
-    if (!plan)
-      return blocked("smoke.render", plan.error().message, plan.error().fix);
-    return needed("smoke.run", "a CUDA Pod has not been run in this invocation",
-                  "run " + ctx.opts.smoke_image +
-                      " in a Pod with runtimeClassName nvidia and " +
-                      (*plan)->resource + ": 1, read its log, delete it");
+    if (proofs_.empty())
+      return blocked("smoke.no-gpu-nodes",
+                     "no GPU node to prove: none is labelled " +
+                         std::string("nvidia.com/gpu.present=true"),
+                     "gpunode install on each GPU node first (its node part "
+                     "labels it)");
+    if (const SmokeCause* why = first_stop())
+      return blocked(why->code, why->layer + ": " + why->message, why->fix,
+                     why->exit);
+    for (const NodeProof& p : proofs_) {
+      const auto failed = p.with_result("failed");
+      if (!failed.empty()) {
+        std::string message;
+        for (const GpuProof& g : p.gpus)
+          if (g.result == "failed") message = g.message;
+        return blocked("smoke.gpu-failed",
+                       "GPU " + join(failed) + " on node " + p.node +
+                           " failed the CUDA sample: " + message,
+                       "nvidia-smi -q -i " + failed.front() +
+                           " on " + p.node +
+                           " (ECC, XID in dmesg); take the GPU out of "
+                           "service until it passes");
+      }
+    }
+    for (const NodeProof& p : proofs_) {
+      const auto never = p.with_result("unreached");
+      const long long seen =
+          static_cast<long long>(p.gpus.size() - never.size());
+      if (!never.empty() || (!p.uuids_published && p.gpus.empty()) ||
+          !p.ok()) {
+        return blocked(
+            "smoke.unreached",
+            "node " + p.node + ": " +
+                (never.empty()
+                     ? std::to_string(seen) + " GPU(s) proven, fewer than it has"
+                     : "GPU " + join(never)) +
+                " never ran a proof Pod (" + std::to_string(p.pods) +
+                " Pod(s) run)",
+            "kubectl describe node " + p.node +
+                " (what it advertises and what holds its slots); gpunode "
+                "prove again once its slots are free");
+      }
+    }
+    if (dcgm_ && dcgm_->failed())
+      return blocked("smoke.dcgm", dcgm_->message,
+                     "dcgmi diag -r " + std::to_string(dcgm_->level) +
+                         " for each test's details");
+    std::size_t gpus = 0;
+    int pods = 0;
+    for (const NodeProof& p : proofs_) {
+      gpus += p.gpus.size();
+      pods += p.pods;
+    }
+    return satisfied("smoke.ok",
+                     "every GPU passed the CUDA sample: " +
+                         std::to_string(gpus) + " GPU(s) on " +
+                         std::to_string(proofs_.size()) + " node(s), " +
+                         std::to_string(pods) + " Pod(s), deleted" +
+                         (dcgm_ ? "; " + dcgm_->message : ""));
   }
 
   // What the diagnosis says about the image's import: the bundle's archive
   // of it when the bundle carries one, else what to import by hand. The
   // image stage imports the bundle's with --smoke, so a Pod that still
   // lacks it ran on another node, or the image stage was skipped.
-  static SmokeSubject subject(Context& ctx, const std::string& pod) {
-    SmokeSubject s{pod, ctx.opts.smoke_image, {}, {}};
+  static std::string import_fix(Context& ctx) {
     auto bundle = ctx.bundle();
     const std::string archive =
         bundle && *bundle ? (*bundle)->smoke_archive : std::string();
-    s.import_fix =
-        archive.empty()
-            ? "import an archive of " + s.image +
-                  " into k3s's containerd: sudo k3s ctr -n k8s.io images "
-                  "import FILE.tar (gpunode bundle create --pull " +
-                  s.image + " puts one in a bundle's images/)"
-            : "sudo k3s ctr -n k8s.io images import " + shell_word(archive) +
-                  " (the bundle's archive of " + s.image + ")";
-    auto node = ctx.node();
-    if (node) s.node = *node;
-    return s;
-  }
-
-  // Watches the Pod until it ends or a cause shows that waiting will not
-  // cure, in slices of kEventsEvery with the events read between them;
-  // then reads the events and the log for the report. nullopt: it passed.
-  std::optional<SmokeCause> watch_and_read(Context& ctx, kube::Client& kube,
-                                           const SmokeSubject& subject,
-                                           const std::string& path) {
-    Clock& clock = ctx.host.clock();
-    std::string phase;
-    json last = json::object();
-    std::optional<SmokeCause> cause;
-    // Since when the Pod has been Unschedulable (a plain pair: GCC 12
-    // warns maybe-uninitialized on an optional time_point).
-    bool unschedulable_seen = false;
-    std::chrono::steady_clock::time_point unschedulable_since{};
-    std::optional<Error> lost;  // the watch failed for good
-    // The grace of an Unschedulable Pod, counted from the first sight.
-    auto unschedulable_for_good = [&]() -> std::optional<SmokeCause> {
-      auto no_fit = unschedulable(last, subject);
-      if (!no_fit) {
-        unschedulable_seen = false;
-        return std::nullopt;
-      }
-      if (!unschedulable_seen) {
-        unschedulable_seen = true;
-        unschedulable_since = clock.steady_now();
-      }
-      if (clock.steady_now() - unschedulable_since < kUnschedulableGrace)
-        return std::nullopt;
-      return no_fit;
-    };
-    auto on_pod = [&](const std::string&, const json& pod) {
-      last = pod;
-      phase = pod["status"].value("phase", "");
-      if (phase == "Succeeded" || phase == "Failed")
-        return kube::WatchStep::kDone;
-      cause = cause_in_status(pod, subject);
-      if (!cause) cause = unschedulable_for_good();
-      if (cause) return kube::WatchStep::kDone;
-      return kube::WatchStep::kContinue;
-    };
-    while (!cause) {
-      const auto slice =
-          std::min(ctx.deadline, clock.steady_now() + kEventsEvery);
-      auto watched =
-          kube.watch(std::string("/api/v1/namespaces/") + kNamespace + "/pods",
-                     "metadata.name=" + subject.pod, on_pod, slice);
-      if (watched) break;  // it ended, or its status named a cause
-      if (watched.error().exit != ExitCode::kTimeout ||
-          clock.steady_now() >= ctx.deadline) {
-        lost = watched.error();
-        break;
-      }
-      cause = cause_in_events(
-          read_pod_events(kube, kNamespace, subject.pod, ctx.deadline),
-          subject);
-      if (!cause) cause = unschedulable_for_good();
-    }
-    // Read before the Pod goes (its events go with it, after the TTL),
-    // with a little time of their own if the run's is spent.
-    const auto report_by = grace_after(ctx);
-    events_ = read_pod_events(kube, kNamespace, subject.pod, report_by);
-    auto log = kube.get_text(path + "/log", report_by);
-    const std::string text = log ? *log : std::string();
-    if (cause) return cause;
-    if (lost) {
-      // Whatever the watch saw last may still name the layer.
-      if (auto why = cause_in_events(events_, subject)) return why;
-      if (auto why = unschedulable(last, subject)) return why;
-      std::string why;
-      for (const auto& c : last.value("status", json::object())
-                               .value("conditions", json::array())) {
-        if (c.value("status", "") == "False" && c.contains("message"))
-          why = c.value("message", "");
-      }
-      return SmokeCause{
-          "smoke.unfinished", "smoke",
-          "the CUDA Pod " + subject.pod + " did not finish (phase " +
-              (phase.empty() ? "unknown" : terminal_safe(phase)) + ")" +
-              (why.empty() ? "" : ": " + terminal_safe(why)),
-          "gpunode status; kubectl describe pod " + subject.pod +
-              " while it runs",
-          lost->exit};
-    }
-    if (phase != "Succeeded" || text.find("Test PASSED") == std::string::npos)
-      return cause_of_end(last, phase, text, subject);
-    return std::nullopt;
+    const std::string& image = ctx.opts.smoke_image;
+    return archive.empty()
+               ? "import an archive of " + image +
+                     " into k3s's containerd: sudo k3s ctr -n k8s.io images "
+                     "import FILE.tar (gpunode bundle create --pull " +
+                     image + " puts one in a bundle's images/)"
+               : "sudo k3s ctr -n k8s.io images import " + shell_word(archive) +
+                     " (the bundle's archive of " + image + ")";
   }
 };
 

@@ -103,7 +103,8 @@ TEST_CASE("stage list: version --json gives every stage's part",
   std::vector<std::string> from_parts;
   for (const auto& s : v["stage_parts"]) {
     from_parts.push_back(s["name"]);
-    const std::set<std::string> parts = {"node", "cluster", "whole-run"};
+    const std::set<std::string> parts = {"node", "cluster",
+                                         "cluster-action"};
     CHECK(parts.count(s["part"].get<std::string>()) == 1);
   }
   CHECK(from_parts == v["stages"].get<std::vector<std::string>>());
@@ -111,15 +112,15 @@ TEST_CASE("stage list: version --json gives every stage's part",
   const std::map<std::string, std::vector<std::string>> scopes_of = {
       {"node", {"node", "both"}},
       {"cluster", {"node", "cluster", "both"}},
-      {"whole-run", {"both"}}};
+      {"cluster-action", {"cluster", "both"}}};
   for (const auto& s : v["stage_parts"]) {
     INFO(s["name"]);
     CHECK(s["scopes"].get<std::vector<std::string>>() ==
           scopes_of.at(s["part"].get<std::string>()));
   }
-  // The opt-in stage is the smoke Pod, over both parts.
+  // The opt-in stage is the proof, an action of the cluster part.
   for (const auto& s : v["stage_parts"])
-    if (s["opt_in"] == true) CHECK(s["part"] == "whole-run");
+    if (s["opt_in"] == true) CHECK(s["part"] == "cluster-action");
 }
 
 TEST_CASE("stage list: the README's stage table has every stage in order",

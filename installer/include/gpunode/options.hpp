@@ -19,6 +19,13 @@ namespace gpunode {
 enum class Scope { kNode, kCluster, kBoth };
 const char* scope_name(Scope s);  // "node", "cluster", "both"
 std::optional<Scope> parse_scope(const std::string& text);
+// How hard the proof presses each GPU (--proof): the CUDA sample on each,
+// and DCGM's diagnostic at level 1 (quick: seconds) or 2 (deep: minutes)
+// where the host has DCGM.
+enum class ProofDepth { kQuick, kDeep };
+const char* proof_depth_name(ProofDepth d);  // "quick", "deep"
+std::optional<ProofDepth> parse_proof_depth(const std::string& text);
+
 inline bool has_node_part(Scope s) { return s != Scope::kCluster; }
 inline bool has_cluster_part(Scope s) { return s != Scope::kNode; }
 
@@ -71,8 +78,9 @@ struct Options {
   std::string trust_keys_origin = "--trust-key";  // or GPUNODE_TRUST_KEYS, ...
   bool insecure_skip_signature = false;
   bool replace_existing = false;  // remove another NVIDIA device plugin first
-  bool smoke = false;             // run a CUDA Pod at the end
+  bool smoke = false;  // prove every GPU at the end (proof/gpu_proof.hpp)
   std::string smoke_image;
+  ProofDepth proof = ProofDepth::kQuick;
   // The driver's user-space libraries gpunode dlopens (gpu/nvml.hpp,
   // gpu/cuda_probe.hpp). Not a flag: the defaults are the sonames the driver
   // installs; tests point them at stand-ins they build.

@@ -13,7 +13,13 @@
 
 namespace gpunode {
 
-enum class RunMode { kInstall, kPlan, kStatus };
+// kProve: install of the proof alone (`gpunode prove`), against the
+// device plugin settings the cluster runs.
+enum class RunMode { kInstall, kPlan, kStatus, kProve };
+// Whether a run of `mode` changes anything (install and prove, not dry).
+inline bool run_mode_changes(RunMode mode, bool dry_run) {
+  return (mode == RunMode::kInstall || mode == RunMode::kProve) && !dry_run;
+}
 
 // The command's name in the result event: install, install --dry-run,
 // plan, status.

@@ -54,7 +54,9 @@ enum class StagePart {
   kNode,     // this host's layers: run by the node part
   kCluster,  // the cluster's objects and what they make of the GPU nodes:
              // made by the cluster part, read (or waited for) by the node part
-  kWholeRun  // an action over both parts (the smoke Pod): a run of both only
+  // An action of the cluster part over every GPU node (the proof Pods): a
+  // run with the cluster part only, whose admin identity may make Pods.
+  kClusterAction
 };
 const char* stage_part_name(StagePart p);
 

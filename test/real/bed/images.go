@@ -190,9 +190,16 @@ func DevicePluginArchive(bin, path string) error {
 // CUDASampleRef is the smoke stage's default image.
 const CUDASampleRef = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
 
-// CUDASampleArchive is the stand-in for the CUDA sample (cmd/cuda-sample).
+// BusyboxStatic is Debian's static busybox (package busybox-static): the
+// CUDA sample image's /bin/sh, as NVIDIA's image (on Ubuntu) has one. The
+// proof Pods run their script in it (installer/proof/proof_pod.hpp).
+const BusyboxStatic = "/bin/busybox"
+
+// CUDASampleArchive is the stand-in for the CUDA sample (cmd/cuda-sample),
+// with a shell.
 func CUDASampleArchive(bin, path string) error {
-	return Image{Ref: CUDASampleRef, Files: map[string]string{"/cuda-samples/vectorAdd": filepath.Join(bin, "cuda-sample")},
+	return Image{Ref: CUDASampleRef, Files: map[string]string{"/cuda-samples/vectorAdd": filepath.Join(bin, "cuda-sample"),
+		"/bin/sh": BusyboxStatic},
 		Entrypoint: []string{"/cuda-samples/vectorAdd"},
 		// As NVIDIA's CUDA base images set them.
 		Env: []string{"NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"}}.WriteArchive(path)

@@ -4,6 +4,7 @@ package bed
 // taken through every variant in turn on one cluster, as an operator would.
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,42 @@ func get(t *testing.T, c *Cluster, jsonpath string, object ...string) string {
 // pluginPods is the UIDs of the device plugin's pods.
 func pluginPods(t *testing.T, c *Cluster) string {
 	return get(t, c, "{.items[*].metadata.uid}", "pods", "-n", "kube-system", "-l", "name=nvidia-device-plugin-ds")
+}
+
+// wantProven: the smoke stage's facts of a --json run say that each of
+// `node`'s `gpus` GPUs (the NVML stand-in's UUIDs, which the real device
+// plugin hands out and the fake CDI spec gives the container) passed.
+func wantProven(t *testing.T, r result, node string, gpus int) {
+	t.Helper()
+	var facts struct {
+		Result string `json:"result"`
+		GPUs   []struct {
+			Node, UUID, Result string
+		} `json:"gpus"`
+	}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		var ev struct {
+			Event, Stage string
+			Facts        json.RawMessage
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Event == "stage" && ev.Stage == "smoke" && len(ev.Facts) > 2 {
+			_ = json.Unmarshal(ev.Facts, &facts)
+		}
+	}
+	if facts.Result != "passed" {
+		t.Fatalf("the proof did not pass:\n%s", r.stderr)
+	}
+	got := map[string]string{}
+	for _, g := range facts.GPUs {
+		if g.Node == node {
+			got[g.UUID] = g.Result
+		}
+	}
+	for i := 0; i < gpus; i++ {
+		if got[GPUUUID(i)] != "passed" {
+			t.Errorf("GPU %s of %s: %q, not passed (all: %v)", GPUUUID(i), node, got[GPUUUID(i)], got)
+		}
+	}
 }
 
 func TestRealSingleNode(t *testing.T) {
@@ -94,11 +131,20 @@ func TestRealSingleNode(t *testing.T) {
 			t.Fatalf("ConfigMap %s is still there after the switch to default", cm)
 		}
 	}))
-	ok(t.Run("--smoke runs the CUDA sample through the whole chain", func(t *testing.T) {
-		r := install(t, "--smoke")
-		if !strings.Contains(r.stderr, "Test PASSED") {
-			t.Fatalf("the smoke stage did not report the sample's Test PASSED:\n%s", r.stderr)
+	ok(t.Run("--smoke proves every GPU through the whole chain", func(t *testing.T) {
+		r := install(t, "--smoke", "--json")
+		wantProven(t, r, "gpu-server", 2)
+	}))
+	ok(t.Run("prove under time-slicing proves every GPU", func(t *testing.T) {
+		install(t, "--variant", "time-slicing", "--replicas", "4")
+		waitAllocatable(t, c, "gpu-server", "nvidia.com/gpu", 8, 10*time.Second)
+		r := gpunodeOn(t, e, n, "prove", "--json", "--timeout", "3m")
+		if r.exit != 0 {
+			t.Fatalf("prove: %v", r)
 		}
+		wantProven(t, r, "gpu-server", 2)
+		install(t) // back to default for the rerun below
+		waitAllocatable(t, c, "gpu-server", "nvidia.com/gpu", 2, 10*time.Second)
 	}))
 	ok(t.Run("a rerun writes nothing", func(t *testing.T) {
 		versions := func() string {

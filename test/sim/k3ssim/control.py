@@ -18,7 +18,8 @@ fault injection and node knobs. Knobs, all POST with a JSON body:
     {"bookmark_ms": MS}          BOOKMARK interval of watches that allow them
     {"aggregated_discovery": B}  serve apidiscovery.k8s.io/v2 when asked
                                  (default true; false = legacy discovery only)
-  POST /node {"name": NODE, "gpus": N, "healthy": N}
+  POST /node {"name": NODE, "gpus": N, "healthy": N, "failing": [INDEX],
+              "allocation": "distributed" | "first-free"} (devices.py)
                                  GPUs NODE's plugin finds when it starts /
                                  healthy ones (allocatable follows at once);
                                  without "name", the first node
@@ -208,8 +209,12 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
             if kubelet is None:
                 self._reply(404, {"error": f"no node {body.get('name')}"})
                 return
-            self._reply(200, kubelet.set_gpus(body.get("gpus"),
-                                              body.get("healthy")))
+            try:
+                self._reply(200, kubelet.set_gpus(
+                    body.get("gpus"), body.get("healthy"),
+                    body.get("failing"), body.get("allocation")))
+            except ValueError as err:
+                self._reply(400, {"error": str(err)})
         else:
             self._reply(404, {"error": f"unknown control path {path}"})
 

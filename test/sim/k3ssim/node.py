@@ -9,6 +9,7 @@ import hashlib
 from dataclasses import dataclass
 
 from . import apierrors as errors
+from . import devices
 from .conditions import set_condition
 from .daemonset import controller_of
 from .host import HostView, normalize_image
@@ -72,6 +73,9 @@ class ContainerRun:
     previous_log: str = None
     pull_failures: int = 0
     peer_pull: object = None  # mirror.PeerPull that brought its image
+    # The device IDs the kubelet's device manager allocated to the running
+    # process (devices.py); freed when it ends.
+    devices: list = None
 
 
 @dataclass
@@ -122,6 +126,10 @@ class NodeModel:
         self.plugin_start = options.plugin_start_ms / 1000.0
         self.gpus = options.gpus
         self.healthy = options.gpus
+        # Fault injection: GPUs (by index) on which CUDA fails, and how the
+        # kubelet picks among free device IDs (devices.py).
+        self.failing_gpus = set()
+        self.allocation = devices.DISTRIBUTED
         self.runs = {}  # pod uid -> PodRun
         self.registrations = []
         self.extended = {}  # resource -> {"capacity": str, "dropped_at": t}
@@ -208,15 +216,24 @@ class NodeModel:
         if when is not None and when > self.now:
             self.next_due = min(self.next_due, when)
 
-    def set_gpus(self, gpus=None, healthy=None):
+    def set_gpus(self, gpus=None, healthy=None, failing=None,
+                 allocation=None):
         with self.store.lock:
+            if failing is not None:
+                self.failing_gpus = set(failing)
+            if allocation is not None:
+                if allocation not in devices.ALLOCATIONS:
+                    raise ValueError(f"allocation: one of {devices.ALLOCATIONS}")
+                self.allocation = allocation
             if gpus is not None:
                 self.gpus = gpus
                 self.healthy = gpus if healthy is None else healthy
             elif healthy is not None:
                 self.healthy = healthy
         self.cluster.wake.set()
-        return {"gpus": self.gpus, "healthy": self.healthy}
+        return {"gpus": self.gpus, "healthy": self.healthy,
+                "failing": sorted(self.failing_gpus),
+                "allocation": self.allocation}
 
 
     def read_host(self):
@@ -509,6 +526,7 @@ class NodeModel:
                    "kubelet", field_path)
         launch = self._launch(pod, run, spec)
         cr.launch = launch
+        cr.devices = launch.devices
         cr.log = launch.log
         cr.exit_code_due = launch.exit_code
         if launch.exit_code is not None:
@@ -531,8 +549,23 @@ class NodeModel:
             config = self._mounted_file(pod, spec, env.get("CONFIG_FILE"))
             return plugin_launch(env, config, run.runtime, self.driver,
                                  self.gpus)
-        if gpu_request(spec):
-            return workload_launch(run.runtime, self.driver)
+        request = gpu_request(spec)
+        if request:
+            held = [d for r in self.runs.values()
+                    for c in r.containers.values()
+                    if c.state == "running" and c.devices for d in c.devices]
+            reg = self._live_registrations().get(request[0])
+            ids = devices.allocate(
+                devices.device_ids(self.node_name, self.healthy,
+                                   reg.replicas if reg else 1),
+                held, request[1], self.allocation)
+            launch = workload_launch(
+                run.runtime, self.driver, spec,
+                [devices.uuid_of(i) for i in ids],
+                any(devices.index_of(self.node_name, i) in self.failing_gpus
+                    for i in ids))
+            launch.devices = ids
+            return launch
         return Launch("")  # any other container runs, silently, until stopped
 
     def _admission_failure(self, pod):

@@ -37,6 +37,7 @@ class Launch:
     # (resource name, replicas per GPU), registered after the start delay.
     resources: list = field(default_factory=list)
     fail_requests_greater_than_one: bool = False
+    devices: list = None  # the device IDs a workload was allocated
 
 
 class ConfigError(Exception):
@@ -215,8 +216,33 @@ def _no_nvml(log, fail_on_init):
     return Launch(log)
 
 
-def workload_launch(runtime, driver_loaded):
-    """A container that asked for a GPU runs CUDA vectorAdd."""
-    if runtime.nvidia and driver_loaded:
-        return Launch(VECTOR_ADD_OK, exit_code=0, exit_after=0.1)
-    return Launch(VECTOR_ADD_NO_GPU, exit_code=1, exit_after=0.1)
+VECTOR_ADD_GPU_FAULT = ("[Vector addition of 50000 elements]\n"
+                        "Failed to allocate device vector A (error code "
+                        "uncorrectable ECC error encountered)!\n")
+# gpunode's proof Pods print the GPU they were given before the sample
+# runs (installer/proof/proof_pod.cpp): what `nvidia-smi --query-gpu=uuid`
+# prints inside the container, one UUID per line.
+PROOF_MARK = "gpunode-proof"
+
+
+def _shell_script(spec):
+    command = (spec.get("command") or []) + (spec.get("args") or [])
+    if len(command) >= 3 and command[0] in ("/bin/sh", "sh") and \
+            command[1] == "-c":
+        return command[2]
+    return None
+
+
+def workload_launch(runtime, driver_loaded, spec=None, uuids=(),
+                    faulty=False):
+    """A container that asked for a GPU runs CUDA vectorAdd, on the GPUs
+    behind `uuids`; `faulty`: one of them fails CUDA."""
+    script = _shell_script(spec or {})
+    log = ""
+    if script is not None and PROOF_MARK in script:
+        log = "".join(f"{PROOF_MARK} gpu={u}\n" for u in uuids)
+    if not (runtime.nvidia and driver_loaded):
+        return Launch(log + VECTOR_ADD_NO_GPU, exit_code=1, exit_after=0.1)
+    if faulty:
+        return Launch(log + VECTOR_ADD_GPU_FAULT, exit_code=1, exit_after=0.1)
+    return Launch(log + VECTOR_ADD_OK, exit_code=0, exit_after=0.1)
