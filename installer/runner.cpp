@@ -102,7 +102,7 @@ class Run {
         // (plan's dry run) go out with dryRun=All.
         ctx_(host, opts, host.clock().steady_now() + opts.timeout, {},
              run_mode_changes(mode, opts.dry_run) ? ClusterWrites::kReal
-                 : ClusterWrites::kDryRun) {}
+                                                  : ClusterWrites::kDryRun) {}
 
   Context& context() { return ctx_; }
 

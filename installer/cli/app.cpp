@@ -40,6 +40,7 @@ std::unique_ptr<CLI::App> make_app(CommandIo& io) {
   register_plan(*app, io);
   register_status(*app, io);
   register_prove(*app, io);
+  register_evidence(*app, io);
   register_uninstall(*app, io);
   register_version(*app, io);
   register_bundle(*app, io);

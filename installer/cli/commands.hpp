@@ -22,6 +22,8 @@ void register_plan(CLI::App& app, CommandIo& io);
 void register_status(CLI::App& app, CommandIo& io);
 // install of the proof alone (proof/gpu_proof.hpp)
 void register_prove(CLI::App& app, CommandIo& io);
+// evidence | evidence verify FILE (evidence/evidence_record.hpp)
+void register_evidence(CLI::App& app, CommandIo& io);
 void register_uninstall(CLI::App& app, CommandIo& io);
 void register_version(CLI::App& app, CommandIo& io);
 // bundle verify | keygen | create

@@ -31,6 +31,9 @@ struct NodePlan {
   // What the node publishes beside them (plugin/gpu_labels.hpp): its GPUs'
   // UUIDs, which the cluster part's proof covers.
   std::map<std::string, std::string> annotations;
+  // This node's evidence key's public half (evidence/evidence_key.hpp),
+  // published beside them; nullopt until the labels stage makes the key.
+  std::optional<std::string> evidence_key;
   std::string plugin_image;
   std::optional<std::string> smoke_image;  // with --smoke
 };

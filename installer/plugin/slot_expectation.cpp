@@ -35,7 +35,8 @@ Result<SlotExpectation> expect_slots(const ExpectationSources& from) {
       self.node = *from.node;
       self.this_node = true;
       self.gpus = own_gpus;
-      for (const GpuInfo& g : (*from.gpus)->gpus) self.uuids.push_back(g.uuid);
+      for (const GpuInfo& g : (*from.gpus)->gpus)
+        if (!g.uuid.empty()) self.uuids.push_back(g.uuid);
       self.expected = from.plan->slots_for(*own_gpus);
       out.self = self;
     }
@@ -66,8 +67,8 @@ Result<SlotExpectation> expect_slots(const ExpectationSources& from) {
     n.node = g.name;
     n.this_node = from.node_part && from.node && *from.node == g.name;
     n.gpus = n.this_node && own_gpus ? own_gpus : g.gpus;
-    n.uuids = n.this_node && out.self ? out.self->uuids
-                                      : published_gpu_uuids(g.node);
+    n.uuids =
+        n.this_node && out.self ? out.self->uuids : published_gpu_uuids(g.node);
     n.labelled = g.labelled;
     n.serving = g.serving;
     fill_advertised(g.node, n);

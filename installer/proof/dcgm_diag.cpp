@@ -51,8 +51,9 @@ void collect(const json& j, DcgmDiag& out, int depth) {
       }
     }
     if (!test_status.empty())
-      out.tests.push_back({{"name", terminal_safe(j["name"].get<std::string>())},
-                           {"status", terminal_safe(test_status)}});
+      out.tests.push_back(
+          {{"name", terminal_safe(j["name"].get<std::string>())},
+           {"status", terminal_safe(test_status)}});
     return;
   }
   for (const auto& [key, value] : j.items()) collect(value, out, depth + 1);
@@ -67,15 +68,14 @@ DcgmDiag read_dcgm_json(const std::string& text, int level) {
   if (j.is_discarded() || !j.is_object()) {
     out.state = "error";
     out.message = "dcgmi diag -r " + std::to_string(level) +
-                  " printed no JSON: " +
-                  terminal_safe(first_line_of(text));
+                  " printed no JSON: " + terminal_safe(first_line_of(text));
     return out;
   }
   collect(j, out, 0);
   if (out.tests.empty()) {
     out.state = "error";
-    out.message = "dcgmi diag -r " + std::to_string(level) +
-                  " reported no test results";
+    out.message =
+        "dcgmi diag -r " + std::to_string(level) + " reported no test results";
     return out;
   }
   int failed = 0;

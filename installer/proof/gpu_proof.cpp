@@ -18,10 +18,10 @@ using kube::json;
 
 long long requested(const json& pod, const std::string& resource) {
   long long sum = 0;
-  for (const auto& c : pod.value("spec", json::object())
-                           .value("containers", json::array())) {
-    const json limits = c.value("resources", json::object())
-                            .value("limits", json::object());
+  for (const auto& c :
+       pod.value("spec", json::object()).value("containers", json::array())) {
+    const json limits =
+        c.value("resources", json::object()).value("limits", json::object());
     if (!limits.contains(resource)) continue;
     const json& v = limits[resource];
     if (v.is_number_integer()) sum += v.get<long long>();
@@ -40,17 +40,18 @@ class PodSweep {
  public:
   PodSweep(Context& ctx, kube::Client& kube) : ctx_(ctx), kube_(kube) {}
   ~PodSweep() {
-    InterruptShield finish;  // a stop signal must not leave them behind
-    for (const std::string& pod : pods_) remove(pod);
+    while (!pods_.empty()) remove(pods_.front());
   }
   void made(const std::string& pod) { pods_.push_back(pod); }
-  void remove(const std::string& pod) {
+  // By value: the name may be pods_'s own element, which erase destroys.
+  void remove(std::string pod) {
+    InterruptShield finish;  // a stop signal must not leave it behind
     auto at = std::find(pods_.begin(), pods_.end(), pod);
     if (at == pods_.end()) return;
     pods_.erase(at);
-    (void)kube_.remove(std::string("/api/v1/namespaces/") + kProofNamespace +
-                           "/pods/" + pod,
-                       grace_after(ctx_));
+    (void)kube_.remove(
+        std::string("/api/v1/namespaces/") + kProofNamespace + "/pods/" + pod,
+        grace_after(ctx_));
   }
 
  private:
@@ -68,10 +69,9 @@ GpuProof* find_gpu(NodeProof& p, const std::string& uuid) {
 }  // namespace
 
 bool NodeProof::ok() const {
-  if (stopped || interrupted || gpus.empty()) return false;
-  return std::all_of(gpus.begin(), gpus.end(), [](const GpuProof& g) {
-    return g.result == "passed";
-  });
+  if (stopped || interrupted || error || gpus.empty()) return false;
+  return std::all_of(gpus.begin(), gpus.end(),
+                     [](const GpuProof& g) { return g.result == "passed"; });
 }
 
 std::vector<std::string> NodeProof::with_result(const std::string& r) const {
@@ -88,8 +88,8 @@ Result<long long> free_slots(kube::Client& kube, const std::string& node,
   if (!live) return live.error();
   if (!*live) return 0LL;
   long long free = advertised(**live, resource).value_or(0);
-  auto pods = kube.list("/api/v1/pods?fieldSelector=spec.nodeName%3D" + node,
-                        deadline);
+  auto pods =
+      kube.list("/api/v1/pods?fieldSelector=spec.nodeName%3D" + node, deadline);
   if (!pods) return pods.error();
   for (const auto& pod : pods->value("items", json::array())) {
     const std::string phase =
@@ -132,9 +132,9 @@ NodeProof prove_node(Context& ctx, kube::Client& kube, const ProofTarget& t,
     if (!free) {
       out.interrupted = free.error().exit == ExitCode::kInterrupted;
       if (!out.interrupted)
-        out.stopped = SmokeCause{"smoke.unknown", "cluster",
-                                 free.error().message, free.error().fix,
-                                 free.error().exit};
+        out.stopped =
+            SmokeCause{"smoke.unknown", "cluster", free.error().message,
+                       free.error().fix, free.error().exit};
       break;
     }
     // The first round asks for one slot per GPU not yet proven; later ones
@@ -144,8 +144,8 @@ NodeProof prove_node(Context& ctx, kube::Client& kube, const ProofTarget& t,
     const long long slots = std::max(1LL, *free);
     const long long want =
         round == 0 ? uncovered : std::max<long long>(uncovered, slots);
-    const int batch = static_cast<int>(
-        std::min<long long>({slots, want, bound - out.pods}));
+    const int batch =
+        static_cast<int>(std::min<long long>({slots, want, bound - out.pods}));
     std::vector<std::string> made;
     for (int i = 0; i < batch; ++i) {
       const std::string name =
@@ -157,12 +157,11 @@ NodeProof prove_node(Context& ctx, kube::Client& kube, const ProofTarget& t,
       if (!created) {
         out.interrupted = created.error().exit == ExitCode::kInterrupted;
         if (!out.interrupted) {
-          auto refused = cause_of_refusal(created.error());
-          out.stopped = refused ? *refused
-                                : SmokeCause{"smoke.create", "cluster",
-                                             created.error().message,
-                                             created.error().fix,
-                                             created.error().exit};
+          const auto refused = cause_of_refusal(created.error());
+          out.error =
+              refused ? Error{refused->exit, refused->layer, refused->message,
+                              refused->fix, created.error().status}
+                      : created.error();
         }
         break;
       }
@@ -172,11 +171,13 @@ NodeProof prove_node(Context& ctx, kube::Client& kube, const ProofTarget& t,
     out.pods += static_cast<int>(made.size());
     crash_point("proof:created");
     for (const std::string& pod : made) {
-      if (out.stopped || out.interrupted) break;
+      if (out.stopped || out.interrupted || out.error) break;
+      out.last_pod = pod;
       const SmokeSubject subject{pod, setup.image, setup.import_fix, t.node};
       PodOutcome o = watch_pod_to_end(ctx, kube, subject);
       const std::string at = iso8601_utc(clock.now());
       sweep.remove(pod);
+      out.events = o.events;
       if (o.interrupted) {
         out.interrupted = true;
         break;
@@ -186,7 +187,6 @@ NodeProof prove_node(Context& ctx, kube::Client& kube, const ProofTarget& t,
       // Any other cause is below the GPUs, and every Pod meets it alike.
       if (o.failure && (o.failure->code != "smoke.failed" || seen.empty())) {
         out.stopped = o.failure;
-        out.events = std::move(o.events);
         break;
       }
       if (seen.empty()) ++unattributed;
@@ -203,7 +203,7 @@ NodeProof prove_node(Context& ctx, kube::Client& kube, const ProofTarget& t,
         g->message = o.failure ? o.failure->message : std::string();
       }
     }
-    if (out.stopped || out.interrupted) break;
+    if (out.stopped || out.interrupted || out.error) break;
     if (unattributed > 0 && out.with_result("passed").empty() &&
         out.with_result("failed").empty()) {
       out.stopped = SmokeCause{

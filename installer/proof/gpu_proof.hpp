@@ -54,7 +54,13 @@ struct NodeProof {
   // A cause below the GPUs that ended the node's proof (the image, the
   // handler, no free slot): every Pod would meet it alike.
   std::optional<SmokeCause> stopped;
-  std::vector<PodEvent> events;  // the Pod's that met `stopped`
+  // The last Pod's events (the one that met `stopped`, if any), read
+  // before its deletion.
+  std::vector<PodEvent> events;
+  // A Pod could not be had at all (the API refused it): the stage's error,
+  // not a check's finding.
+  std::optional<Error> error;
+  std::string last_pod;  // the last Pod watched, if any
   bool interrupted = false;
   std::chrono::milliseconds took{0};
   // Every GPU passed, and as many as the node has.

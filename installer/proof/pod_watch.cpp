@@ -72,7 +72,8 @@ PodOutcome watch_pod_to_end(Context& ctx, kube::Client& kube,
     return kube::WatchStep::kContinue;
   };
   while (!cause) {
-    const auto slice = std::min(ctx.deadline, clock.steady_now() + kEventsEvery);
+    const auto slice =
+        std::min(ctx.deadline, clock.steady_now() + kEventsEvery);
     auto watched = kube.watch(
         std::string("/api/v1/namespaces/") + kProofNamespace + "/pods",
         "metadata.name=" + subject.pod, on_pod, slice);
@@ -117,14 +118,14 @@ PodOutcome watch_pod_to_end(Context& ctx, kube::Client& kube,
       if (c.value("status", "") == "False" && c.contains("message"))
         why = c.value("message", "");
     }
-    out.failure = SmokeCause{
-        "smoke.unfinished", "smoke",
-        "the CUDA Pod " + subject.pod + " did not finish (phase " +
-            (phase.empty() ? "unknown" : terminal_safe(phase)) + ")" +
-            (why.empty() ? "" : ": " + terminal_safe(why)),
-        "gpunode status; kubectl describe pod " + subject.pod +
-            " while it runs",
-        lost->exit};
+    out.failure =
+        SmokeCause{"smoke.unfinished", "smoke",
+                   "the CUDA Pod " + subject.pod + " did not finish (phase " +
+                       (phase.empty() ? "unknown" : terminal_safe(phase)) +
+                       ")" + (why.empty() ? "" : ": " + terminal_safe(why)),
+                   "gpunode status; kubectl describe pod " + subject.pod +
+                       " while it runs",
+                   lost->exit};
     return out;
   }
   if (phase != "Succeeded" || out.log.find("Test PASSED") == std::string::npos)

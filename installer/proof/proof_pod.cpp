@@ -32,30 +32,31 @@ json proof_pod(const ProofPodSpec& spec) {
   const json on_node = {
       {"requiredDuringSchedulingIgnoredDuringExecution",
        {{"nodeSelectorTerms",
-         json::array({{{"matchFields",
-                        json::array({{{"key", "metadata.name"},
-                                      {"operator", "In"},
-                                      {"values", json::array({spec.node})}}})}}})}}}};
-  return {
-      {"apiVersion", "v1"},
-      {"kind", "Pod"},
-      {"metadata",
-       {{"name", spec.name},
-        {"namespace", kProofNamespace},
-        {"labels",
-         {{kManagedByLabel, "gpunode"}, {kProofRunLabel, spec.run_id}}}}},
-      {"spec",
-       {{"restartPolicy", "Never"},
-        {"runtimeClassName", "nvidia"},
-        {"affinity", {{"nodeAffinity", on_node}}},
-        {"tolerations", json::array({{{"key", "nvidia.com/gpu"},
-                                      {"operator", "Exists"},
-                                      {"effect", "NoSchedule"}}})},
-        {"containers",
-         json::array({{{"name", "cuda"},
-                       {"image", spec.image},
-                       {"command", json::array({"/bin/sh", "-c", kProofScript})},
-                       {"resources", {{"limits", spec.limits}}}}})}}}};
+         json::array(
+             {{{"matchFields",
+                json::array({{{"key", "metadata.name"},
+                              {"operator", "In"},
+                              {"values", json::array({spec.node})}}})}}})}}}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", spec.name},
+            {"namespace", kProofNamespace},
+            {"labels",
+             {{kManagedByLabel, "gpunode"}, {kProofRunLabel, spec.run_id}}}}},
+          {"spec",
+           {{"restartPolicy", "Never"},
+            {"runtimeClassName", "nvidia"},
+            {"affinity", {{"nodeAffinity", on_node}}},
+            {"tolerations", json::array({{{"key", "nvidia.com/gpu"},
+                                          {"operator", "Exists"},
+                                          {"effect", "NoSchedule"}}})},
+            {"containers",
+             json::array(
+                 {{{"name", "cuda"},
+                   {"image", spec.image},
+                   {"command", json::array({"/bin/sh", "-c", kProofScript})},
+                   {"resources", {{"limits", spec.limits}}}}})}}}};
 }
 
 std::vector<std::string> gpus_in_log(const std::string& log) {
@@ -74,7 +75,8 @@ std::vector<std::string> gpus_in_log(const std::string& log) {
       std::size_t comma = line.find(',', start);
       if (comma == std::string::npos) comma = line.size();
       std::string word = line.substr(start, comma - start);
-      while (!word.empty() && std::isspace(static_cast<unsigned char>(word.back())))
+      while (!word.empty() &&
+             std::isspace(static_cast<unsigned char>(word.back())))
         word.pop_back();
       const bool ok = !word.empty() && word.size() <= 96 && word != "none" &&
                       word != "void" && word != "all" &&

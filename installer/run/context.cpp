@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "evidence/evidence_key.hpp"
 #include "gpu/gpu_probe.hpp"
 #include "gpunode/kube.hpp"
 #include "kube/dry_run_client.hpp"
@@ -201,7 +202,11 @@ Result<const NodePlan*> Context::node_plan() {
     if (!name) return name.error();
     auto counted = gpus();
     if (!counted) return counted.error();
-    return plan_node(*name, **counted, opts);
+    NodePlan plan = plan_node(*name, **counted, opts);
+    // A key that cannot be read is the labels stage's to report.
+    auto key = read_evidence_public(host.fs(), opts.state_dir);
+    if (key && *key) plan.evidence_key = **key;
+    return plan;
   });
 }
 

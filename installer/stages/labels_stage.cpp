@@ -9,7 +9,9 @@
 // the restricted kubernetes.io/ and k8s.io ones, not nvidia.com/.
 // It comes after the node's own layers: a node is labelled a GPU node only
 // once the plugin can run on it.
+#include "evidence/evidence_key.hpp"
 #include "plan/node_plan.hpp"
+#include "plugin/gpu_labels.hpp"
 #include "run/cluster_facts.hpp"
 #include "stages/stages.hpp"
 
@@ -49,18 +51,30 @@ class LabelsStage : public Stage {
                      ? " (now " + have.value(key, std::string("?")) + ")"
                      : "");
     }
-    // The GPUs' UUIDs, published beside the labels (the proof covers them).
+    // The GPUs' UUIDs (the proof covers them) and this node's evidence key,
+    // published beside the labels.
+    if (auto key = read_evidence_public(ctx.host.fs(), ctx.opts.state_dir);
+        !key)
+      return blocked("labels.evidence-key", key.error().message,
+                     key.error().fix, key.error().exit);
     const json notes =
         (**live)["metadata"].value("annotations", json::object());
-    bool notes_differ = false;
-    for (const auto& [key, value] : (*want)->annotations)
+    bool notes_differ = !(*want)->evidence_key;
+    for (const auto& [key, value] : annotations(**want))
       notes_differ |= notes.value(key, "") != value;
     if (differ.empty() && notes_differ) {
-      Check c = needed("labels.apply",
-                       "node " + (*want)->node +
-                           " does not publish its GPUs' UUIDs",
-                       "annotate node " + (*want)->node + ": " +
-                           list((*want)->annotations));
+      Check c = needed(
+          "labels.apply",
+          "node " + (*want)->node +
+              ((*want)->evidence_key
+                   ? " does not publish its GPUs' UUIDs and evidence key"
+                   : " has no evidence key yet"),
+          std::string((*want)->evidence_key ? ""
+                                            : "make this node's evidence "
+                                              "key (root-only, in the "
+                                              "state dir), then ") +
+              "annotate node " + (*want)->node + " with " +
+              kGpuUuidsAnnotation + " and " + kEvidenceKeyAnnotation);
       c.facts["node"] = (*want)->node;
       c.facts["labels"] = label_facts(**want, have);
       c.facts["objects"]["update"] = {"Node " + (*want)->node};
@@ -85,13 +99,19 @@ class LabelsStage : public Stage {
     if (!want) return want.error();
     auto kube = ctx.cluster();
     if (!kube) return kube.error();
-    const json node{
-        {"apiVersion", "v1"},
-        {"kind", "Node"},
-        {"metadata",
-         {{"name", (*want)->node},
-          {"labels", (*want)->labels},
-          {"annotations", (*want)->annotations}}}};
+    auto notes = annotations(**want);
+    // The key is made at the first install; plan's dry run makes none.
+    if (!(*want)->evidence_key && !ctx.previewing()) {
+      auto key = ensure_evidence_key(ctx.host.fs(), ctx.opts.state_dir);
+      if (!key) return key.error();
+      notes[kEvidenceKeyAnnotation] = *key;
+    }
+    const json node{{"apiVersion", "v1"},
+                    {"kind", "Node"},
+                    {"metadata",
+                     {{"name", (*want)->node},
+                      {"labels", (*want)->labels},
+                      {"annotations", notes}}}};
     auto applied =
         (*kube)->apply("/api/v1/nodes/" + (*want)->node, node, ctx.deadline);
     if (!applied) return applied.error();
@@ -102,6 +122,13 @@ class LabelsStage : public Stage {
   // The node plan's labels for this node (plan/node_plan.hpp).
   static Result<const NodePlan*> wanted(Context& ctx) {
     return ctx.node_plan();
+  }
+
+  // What the Node is to carry beside its labels.
+  static std::map<std::string, std::string> annotations(const NodePlan& want) {
+    auto out = want.annotations;
+    if (want.evidence_key) out[kEvidenceKeyAnnotation] = *want.evidence_key;
+    return out;
   }
 
   static json label_facts(const NodePlan& want, const json& have) {

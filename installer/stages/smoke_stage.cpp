@@ -11,8 +11,10 @@
 #include <random>
 #include <vector>
 
+#include "evidence/evidence_collect.hpp"
 #include "gpunode/interrupt.hpp"
 #include "gpunode/text.hpp"
+#include "gpunode/utc_time.hpp"
 #include "plugin/device_plugin_plan.hpp"
 #include "plugin/gpu_nodes.hpp"
 #include "plugin/slot_expectation.hpp"
@@ -52,11 +54,12 @@ class SmokeStage : public Stage {
     c.facts["result"] = ran_ ? json(passed() ? "passed" : "failed") : json();
     const SmokeCause* first = first_stop();
     c.facts["layer"] = first ? json(first->layer) : json(nullptr);
-    c.facts["node"] = first && !first->node.empty() ? json(first->node)
-                                                    : json(nullptr);
+    c.facts["node"] =
+        first && !first->node.empty() ? json(first->node) : json(nullptr);
+    // The events of the Pod that met a cause, else of the last Pod run.
     std::vector<PodEvent> events;
     for (const NodeProof& p : proofs_)
-      if (p.stopped) events = p.events;
+      if (!p.events.empty() && (events.empty() || p.stopped)) events = p.events;
     c.facts["events"] = events_json(events);
     c.facts["nodes"] = json::array();
     c.facts["gpus"] = json::array();
@@ -84,7 +87,8 @@ class SmokeStage : public Stage {
     for (const NodeProof& p : proofs_) {
       for (const GpuProof& g : p.gpus)
         c.details.push_back("GPU " + g.uuid + " on " + p.node + ": " +
-                            g.result + (g.pod.empty() ? "" : " (" + g.pod + ")"));
+                            g.result +
+                            (g.pod.empty() ? "" : " (" + g.pod + ")"));
     }
     if (dcgm_) c.details.push_back(dcgm_->message);
     return c;
@@ -102,28 +106,30 @@ class SmokeStage : public Stage {
     if (!slots) return slots.error();
     ran_ = true;
     std::mt19937 rng(std::random_device{}());
-    const ProofSetup setup{
-        "gpunode-smoke-" + std::to_string(rng() % 100000),
-        ctx.opts.smoke_image, (*plan)->resource,
-        (*plan)->exposure->smoke_limits(), import_fix(ctx)};
+    const ProofSetup setup{"gpunode-smoke-" + std::to_string(rng() % 100000),
+                           ctx.opts.smoke_image, (*plan)->resource,
+                           (*plan)->exposure->smoke_limits(), import_fix(ctx)};
+    const int per_gpu = static_cast<int>((*plan)->slots_for(1));
     for (const NodeExpectation& n : (*slots)->listed) {
-      if (!n.gpus || *n.gpus <= 0) continue;  // not a GPU node (yet)
-      const ProofTarget target{n.node, n.uuids, *n.gpus,
-                               static_cast<int>((*plan)->slots_for(1))};
+      // Its count label, else what it advertises (served by an earlier
+      // install, before the labels).
+      const int gpus =
+          n.gpus ? *n.gpus : static_cast<int>(n.now / std::max(1, per_gpu));
+      if (gpus <= 0) continue;  // not a GPU node (yet)
+      const ProofTarget target{n.node, n.uuids, gpus, per_gpu};
       proofs_.push_back(prove_node(ctx, **kube, target, setup));
-      for (const GpuProof& g : proofs_.back().gpus)
-        if (!g.pod.empty()) last_pod_ = g.pod;
+      if (!proofs_.back().last_pod.empty()) last_pod_ = proofs_.back().last_pod;
       if (proofs_.back().interrupted) return interrupted_error("smoke");
+      if (proofs_.back().error) return *proofs_.back().error;
     }
     if (ctx.carries_node_part()) {
       const int level = ctx.opts.proof == ProofDepth::kDeep ? 2 : 1;
-      const auto bound = std::chrono::milliseconds(
-          std::min<long long>(ctx.time_left().count(),
-                              level == 1 ? 120000 : 900000));
+      const auto bound = std::chrono::milliseconds(std::min<long long>(
+          ctx.time_left().count(), level == 1 ? 120000 : 900000));
       dcgm_ = run_dcgm_diag(ctx.host.proc(), level, bound);
       if (stop_requested()) return interrupted_error("smoke");
     }
-    return {};
+    return record(ctx);
   }
 
  private:
@@ -131,6 +137,22 @@ class SmokeStage : public Stage {
   std::vector<NodeProof> proofs_;
   std::string last_pod_;  // the last Pod this invocation ran, if any
   std::optional<DcgmDiag> dcgm_;
+
+  // The last proof on this host, for the evidence records of the nodes it
+  // covered (evidence/evidence_collect.hpp): the facts, and when.
+  Result<void> record(Context& ctx) {
+    if (ctx.previewing()) return {};
+    const Check c = check(ctx);
+    const json proof = {{"at", iso8601_utc(ctx.host.clock().now())},
+                        {"image", c.facts["image"]},
+                        {"proof", c.facts["proof"]},
+                        {"result", c.facts["result"]},
+                        {"nodes", c.facts["nodes"]},
+                        {"gpus", c.facts["gpus"]},
+                        {"dcgm", c.facts["dcgm"]}};
+    return ctx.host.fs().write_file_atomic(
+        proof_record_path(ctx.opts.state_dir), proof.dump(2) + "\n", 0644);
+  }
 
   bool passed() const {
     if (proofs_.empty()) return false;
@@ -162,13 +184,12 @@ class SmokeStage : public Stage {
       auto plan = ctx.plugin_plan();
       if (!plan)
         return blocked("smoke.render", plan.error().message, plan.error().fix);
-      return needed("smoke.run",
-                    "the GPUs have not been proven in this invocation",
-                    "run " + ctx.opts.smoke_image +
-                        " in Pods with runtimeClassName nvidia and " +
-                        (*plan)->resource +
-                        ": 1 on every GPU of every GPU node, read their "
-                        "logs, delete them");
+      return needed(
+          "smoke.run", "the GPUs have not been proven in this invocation",
+          "run " + ctx.opts.smoke_image +
+              " in Pods with runtimeClassName nvidia and " + (*plan)->resource +
+              ": 1 on every GPU of every GPU node, read their "
+              "logs, delete them");
     }
     if (proofs_.empty())
       return blocked("smoke.no-gpu-nodes",
@@ -188,8 +209,7 @@ class SmokeStage : public Stage {
         return blocked("smoke.gpu-failed",
                        "GPU " + join(failed) + " on node " + p.node +
                            " failed the CUDA sample: " + message,
-                       "nvidia-smi -q -i " + failed.front() +
-                           " on " + p.node +
+                       "nvidia-smi -q -i " + failed.front() + " on " + p.node +
                            " (ECC, XID in dmesg); take the GPU out of "
                            "service until it passes");
       }
@@ -198,14 +218,13 @@ class SmokeStage : public Stage {
       const auto never = p.with_result("unreached");
       const long long seen =
           static_cast<long long>(p.gpus.size() - never.size());
-      if (!never.empty() || (!p.uuids_published && p.gpus.empty()) ||
-          !p.ok()) {
+      if (!never.empty() || (!p.uuids_published && p.gpus.empty()) || !p.ok()) {
         return blocked(
             "smoke.unreached",
             "node " + p.node + ": " +
-                (never.empty()
-                     ? std::to_string(seen) + " GPU(s) proven, fewer than it has"
-                     : "GPU " + join(never)) +
+                (never.empty() ? std::to_string(seen) +
+                                     " GPU(s) proven, fewer than it has"
+                               : "GPU " + join(never)) +
                 " never ran a proof Pod (" + std::to_string(p.pods) +
                 " Pod(s) run)",
             "kubectl describe node " + p.node +
@@ -223,12 +242,12 @@ class SmokeStage : public Stage {
       gpus += p.gpus.size();
       pods += p.pods;
     }
-    return satisfied("smoke.ok",
-                     "every GPU passed the CUDA sample: " +
-                         std::to_string(gpus) + " GPU(s) on " +
-                         std::to_string(proofs_.size()) + " node(s), " +
-                         std::to_string(pods) + " Pod(s), deleted" +
-                         (dcgm_ ? "; " + dcgm_->message : ""));
+    return satisfied(
+        "smoke.ok",
+        "every GPU passed the CUDA sample: " + std::to_string(gpus) +
+            " GPU(s) on " + std::to_string(proofs_.size()) + " node(s), " +
+            std::to_string(pods) + " Pod(s), deleted" +
+            (dcgm_ ? "; " + dcgm_->message : ""));
   }
 
   // What the diagnosis says about the image's import: the bundle's archive

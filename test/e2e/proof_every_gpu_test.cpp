@@ -4,8 +4,10 @@
 // the GPU they were given. Every GPU must pass, a GPU that fails or is
 // never reached must be named, and no proof Pod may be left behind.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "sim_gpu_node.hpp"
 #include "test_support.hpp"
@@ -37,9 +39,27 @@ std::vector<std::string> uuids_with(const json& facts,
   return out;
 }
 
+// Proof Pods still there, a moment after the run (a Pod deleted while it
+// runs is Terminating until the kubelet has stopped its container).
 bool proof_pods_left(SimGpuNode& node) {
-  return node.kubectl({"get", "pods", "-o", "name"}).out.find(
-             "gpunode-smoke") != std::string::npos;
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    const Run pods = node.kubectl({"get", "pods", "-o", "name"});
+    if (pods.out.find("gpunode-smoke") == std::string::npos) return false;
+    if (std::chrono::steady_clock::now() > until) {
+      UNSCOPED_INFO(
+          "left: " << node.kubectl({"get", "pods", "-o", "yaml"}).out);
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// The CUDA sample in the node's containerd, as an operator imports it.
+void import_sample(SimGpuNode& node) {
+  REQUIRE(node.ctd.ctr({"images", "import", node.cuda_sample_archive()})
+              .succeeded());
 }
 
 std::vector<std::string> variant_flags(const std::string& variant) {
@@ -56,10 +76,11 @@ TEST_CASE("proof e2e: install --smoke proves every GPU, in every variant",
           "[e2e][cluster][proof]") {
   REQUIRE_PARTS();
   const int gpus = GENERATE(1, 2, 8);
-  const std::string variant = GENERATE(as<std::string>{}, "default",
-                                       "time-slicing", "rename");
+  const std::string variant =
+      GENERATE(as<std::string>{}, "default", "time-slicing", "rename");
   INFO(gpus << " GPU(s), " << variant);
   SimGpuNode node("good-v3", gpus);
+  import_sample(node);
   std::vector<std::string> extra = variant_flags(variant);
   for (const char* f : {"--smoke", "--json", "--timeout", "120s"})
     extra.push_back(f);
@@ -91,8 +112,8 @@ TEST_CASE("proof e2e: install --smoke proves every GPU, in every variant",
   std::string published;
   for (const auto& u : stand_in_uuids(gpus))
     published += (published.empty() ? "" : ",") + u;
-  CHECK(node.sim->object(kNodePath)["metadata"]["annotations"]
-            .value("gpunode.io/gpu-uuids", "") == published);
+  CHECK(node.sim->object(kNodePath)["metadata"]["annotations"].value(
+            "gpunode.io/gpu-uuids", "") == published);
   CHECK_FALSE(proof_pods_left(node));
 }
 
@@ -102,6 +123,7 @@ TEST_CASE(
     "[e2e][cluster][proof]") {
   REQUIRE_PARTS();
   SimGpuNode node("good-v3", 2);
+  import_sample(node);
   REQUIRE(node.install(variant_flags("time-slicing")).exit_code == 0);
   node.sim->set_node({{"allocation", "first-free"}});
   Run r = node.gpunode({"prove", "--json", "--timeout", "120s"});
@@ -121,6 +143,7 @@ TEST_CASE("proof e2e: a GPU on which CUDA fails is named, exit 1",
       GENERATE(as<std::string>{}, "default", "time-slicing");
   INFO(variant);
   SimGpuNode node("good-v3", 2);
+  import_sample(node);
   REQUIRE(node.install(variant_flags(variant)).exit_code == 0);
   node.sim->set_node({{"failing", {1}}});
   Run r = node.gpunode({"prove", "--json", "--timeout", "120s"});
@@ -132,10 +155,12 @@ TEST_CASE("proof e2e: a GPU on which CUDA fails is named, exit 1",
   const auto uuids = stand_in_uuids(2);
   CHECK(uuids_with(e["facts"], "passed") == std::vector<std::string>{uuids[0]});
   CHECK(uuids_with(e["facts"], "failed") == std::vector<std::string>{uuids[1]});
-  CHECK_THAT(e.value("summary", ""),
-             Catch::Contains("GPU " + uuids[1] + " on node gpu-node-1 failed") &&
-                 Catch::Contains("uncorrectable ECC error"));
-  CHECK_THAT(e.value("fix", ""), Catch::Contains("nvidia-smi -q -i " + uuids[1]));
+  CHECK_THAT(
+      e.value("summary", ""),
+      Catch::Contains("GPU " + uuids[1] + " on node gpu-node-1 failed") &&
+          Catch::Contains("uncorrectable ECC error"));
+  CHECK_THAT(e.value("fix", ""),
+             Catch::Contains("nvidia-smi -q -i " + uuids[1]));
   CHECK(e["facts"]["result"] == "failed");
   CHECK_FALSE(proof_pods_left(node));
 }
@@ -144,6 +169,7 @@ TEST_CASE("proof e2e: a GPU the plugin does not hand out is named unreached",
           "[e2e][cluster][proof]") {
   REQUIRE_PARTS();
   SimGpuNode node("good-v3", 2);
+  import_sample(node);
   REQUIRE(node.install().exit_code == 0);
   // The plugin advertises one GPU only (the other unhealthy): the node
   // published two.
@@ -157,8 +183,8 @@ TEST_CASE("proof e2e: a GPU the plugin does not hand out is named unreached",
   const auto uuids = stand_in_uuids(2);
   CHECK(uuids_with(e["facts"], "unreached") ==
         std::vector<std::string>{uuids[1]});
-  CHECK_THAT(e.value("summary", ""), Catch::Contains("GPU " + uuids[1] +
-                                                     " never ran a proof Pod"));
+  CHECK_THAT(e.value("summary", ""),
+             Catch::Contains("GPU " + uuids[1] + " never ran a proof Pod"));
   CHECK_FALSE(proof_pods_left(node));
 }
 
@@ -169,6 +195,7 @@ TEST_CASE("proof e2e: gpunode prove changes nothing but its own Pods",
       GENERATE(as<std::string>{}, "default", "time-slicing", "rename");
   INFO(variant);
   SimGpuNode node("good-v3", 2);
+  import_sample(node);
   REQUIRE(node.install(variant_flags(variant)).exit_code == 0);
   const EndState before = end_state(node);
   const std::string version =
@@ -180,7 +207,8 @@ TEST_CASE("proof e2e: gpunode prove changes nothing but its own Pods",
   const json result = json::parse(last_line(r.out));
   CHECK(result["command"] == "prove");
   CHECK(smoke_event(r)["facts"]["result"] == "passed");
-  for (const std::string& line : {std::string("[driver]"), std::string("[plugin]")})
+  for (const std::string& line :
+       {std::string("[driver]"), std::string("[plugin]")})
     CHECK(r.err.find(line) == std::string::npos);
   CHECK(node.sim->object(kDsPath)["metadata"].value("resourceVersion", "") ==
         version);
@@ -196,10 +224,11 @@ TEST_CASE("proof e2e: Ctrl-C during the proof deletes every proof Pod",
           "[e2e][cluster][proof]") {
   REQUIRE_PARTS();
   SimGpuNode node("good-v3", 2);
+  import_sample(node);
   REQUIRE(node.install().exit_code == 0);
-  Run r = node.gpunode({"prove", "--json", "--timeout", "120s"},
-                       {"GPUNODE_TEST_CRASH_AT=proof:created",
-                        "GPUNODE_TEST_CRASH_SIGNAL=INT"});
+  Run r = node.gpunode(
+      {"prove", "--json", "--timeout", "120s"},
+      {"GPUNODE_TEST_CRASH_AT=proof:created", "GPUNODE_TEST_CRASH_SIGNAL=INT"});
   INFO(r.err);
   CHECK(r.exit_code == 130);
   CHECK_THAT(r.err, Catch::Contains("interrupted by SIGINT"));
@@ -210,9 +239,10 @@ TEST_CASE("proof e2e: Ctrl-C during the proof deletes every proof Pod",
   CHECK(again.exit_code == 0);
 }
 
-TEST_CASE("proof e2e: --proof takes quick or deep only, and --scope node is "
-          "refused before anything is read",
-          "[e2e][cluster][proof]") {
+TEST_CASE(
+    "proof e2e: --proof takes quick or deep only, and --scope node is "
+    "refused before anything is read",
+    "[e2e][cluster][proof]") {
   REQUIRE_PARTS();
   SimGpuNode node("good-v3", 1);
   const auto tree = snapshot_host_tree(node.root);
@@ -220,14 +250,16 @@ TEST_CASE("proof e2e: --proof takes quick or deep only, and --scope node is "
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--proof: 'thorough' is not one of "
                                       "quick, deep"));
-  Run node_scope = node.gpunode({"install", "--smoke", "--scope", "node",
-                                 "--json"});
+  Run node_scope =
+      node.gpunode({"install", "--smoke", "--scope", "node", "--json"});
   CHECK(node_scope.exit_code == 2);
   CHECK_THAT(node_scope.err,
              Catch::Contains("the proof Pods are made by the cluster part"));
   CHECK(snapshot_host_tree(node.root) == tree);
 }
 
+#include "gpunode/images_lock.hpp"
+#include "oci_builder.hpp"
 #include "sim_cluster.hpp"
 
 TEST_CASE(
@@ -244,8 +276,18 @@ TEST_CASE(
              {"gpu-b", false, 2, ""},
              {"cpu-1", false, 0, "cpu-agent"}};
   SimCluster c(o);
-  std::vector<std::string> cluster{"install", "--scope", "cluster",
-                                   "--timeout", "60s"};
+  ImageSpec sample;
+  sample.ref_name = gpunode::locked_cuda_sample_image().ref;
+  sample.seed = 7;
+  TempDir dir;
+  build_image(dir.path() + "/cuda-sample.tar", sample);
+  for (const std::string node : {"gpu-a", "gpu-b"})
+    REQUIRE(c.node(node)
+                .containerd
+                ->ctr({"images", "import", dir.path() + "/cuda-sample.tar"})
+                .succeeded());
+  std::vector<std::string> cluster{"install", "--scope", "cluster", "--timeout",
+                                   "60s"};
   for (const std::string& f : variant_flags(variant)) cluster.push_back(f);
   REQUIRE(c.gpunode("server", cluster).exit_code == 0);
   for (const std::string node : {"gpu-a", "gpu-b"}) {
@@ -260,8 +302,8 @@ TEST_CASE(
   CHECK_THAT(on_agent.err,
              Catch::Contains("the proof Pods are made by the cluster part"));
 
-  Run r = c.gpunode("server", {"prove", "--scope", "cluster", "--json",
-                               "--timeout", "120s"});
+  Run r = c.gpunode(
+      "server", {"prove", "--scope", "cluster", "--json", "--timeout", "120s"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const json e = smoke_event(r);
@@ -274,7 +316,7 @@ TEST_CASE(
   const auto one = stand_in_uuids(1), two = stand_in_uuids(2);
   CHECK(passed["gpu-a"] == std::set<std::string>(one.begin(), one.end()));
   CHECK(passed["gpu-b"] == std::set<std::string>(two.begin(), two.end()));
-  CHECK(passed.size() == 2);  // the CPU nodes are no GPU nodes
+  CHECK(passed.size() == 2);            // the CPU nodes are no GPU nodes
   CHECK(e["facts"]["dcgm"].is_null());  // no node part on the server
   CHECK(c.kubectl({"get", "pods", "-o", "name"}).out.find("gpunode-smoke") ==
         std::string::npos);

@@ -103,8 +103,7 @@ TEST_CASE("stage list: version --json gives every stage's part",
   std::vector<std::string> from_parts;
   for (const auto& s : v["stage_parts"]) {
     from_parts.push_back(s["name"]);
-    const std::set<std::string> parts = {"node", "cluster",
-                                         "cluster-action"};
+    const std::set<std::string> parts = {"node", "cluster", "cluster-action"};
     CHECK(parts.count(s["part"].get<std::string>()) == 1);
   }
   CHECK(from_parts == v["stages"].get<std::vector<std::string>>());

@@ -1,11 +1,12 @@
 // The proof's pure parts: the proof Pod's shape, what its log says of the
 // GPUs it was given (untrusted text), the UUIDs a Node publishes, and
 // DCGM's diagnostic read from its JSON and run through a scripted dcgmi.
+#include "proof/proof_pod.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "plugin/gpu_labels.hpp"
 #include "proof/dcgm_diag.hpp"
-#include "proof/proof_pod.hpp"
 #include "scripted_runner.hpp"
 
 namespace gpunode {
@@ -18,8 +19,11 @@ const char* kUuid1 = "GPU-6f9abcd6-2781-31d5-1032-cc2f7821fbb9";
 
 TEST_CASE("proof pod: one slot, on its node, under the nvidia handler",
           "[proof]") {
-  const json pod = proof_pod({"gpunode-smoke-1-0", "gpunode-smoke-1", "gpu-a",
-                              "img:1", {{"nvidia.com/gpu.shared", 1}}});
+  const json pod = proof_pod({"gpunode-smoke-1-0",
+                              "gpunode-smoke-1",
+                              "gpu-a",
+                              "img:1",
+                              {{"nvidia.com/gpu.shared", 1}}});
   CHECK(pod["metadata"]["labels"]["gpunode.io/proof-run"] == "gpunode-smoke-1");
   CHECK(pod["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpunode");
   CHECK(pod["spec"]["runtimeClassName"] == "nvidia");
@@ -49,8 +53,7 @@ TEST_CASE("proof log: the GPUs a proof Pod names, each once, in order",
   CHECK(gpus_in_log(log) == std::vector<std::string>{kUuid1, kUuid0});
 }
 
-TEST_CASE("proof log: words that are no GPU are not taken for one",
-          "[proof]") {
+TEST_CASE("proof log: words that are no GPU are not taken for one", "[proof]") {
   // void (CDI's NVIDIA_VISIBLE_DEVICES), none, all; a mark mid-line (the
   // sample's own output cannot forge one); control characters, spaces,
   // an overlong word.
@@ -75,8 +78,7 @@ TEST_CASE("proof uuids: a Node publishes its GPUs beside the labels",
   inv.gpus.push_back({1, "NVIDIA H200", kUuid1, {}, {}, {}});
   const auto notes = gpu_annotations_for(inv);
   REQUIRE(notes.count(kGpuUuidsAnnotation) == 1);
-  const json node = {
-      {"metadata", {{"annotations", notes}}}};
+  const json node = {{"metadata", {{"annotations", notes}}}};
   CHECK(published_gpu_uuids(node) == std::vector<std::string>{kUuid0, kUuid1});
   CHECK(published_gpu_uuids(json::object()).empty());
   CHECK(published_gpu_uuids(
