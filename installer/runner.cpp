@@ -17,6 +17,8 @@
 #include "gpunode/state_dir.hpp"
 #include "plan_totals.hpp"
 #include "plugin/manifest_texts.hpp"
+#include "evidence/evidence_collect.hpp"
+#include "evidence/evidence_key.hpp"
 #include "run/cluster_facts.hpp"
 #include "run/host_role.hpp"
 
@@ -556,8 +558,35 @@ class Run {
       for (const auto& [key, value] : planned.items())
         extra["plan"][key] = value;
     }
+    record_evidence(code, extra);
     report_.result(command_, code, summary, outcomes_, extra);
     return code;
+  }
+
+  // After an install of this node that ended well: its signed evidence
+  // record (evidence/evidence_collect.hpp), once the labels stage has made
+  // its key. A record that cannot be written is a warning, not a failure
+  // of the install.
+  void record_evidence(ExitCode code, nlohmann::json& extra) {
+    if (!mutating_ || mode_ != RunMode::kInstall || code != ExitCode::kOk ||
+        !ctx_.carries_node_part())
+      return;
+    auto key = read_evidence_public(host_.fs(), opts_.state_dir);
+    if (!key || !*key) return;
+    auto written = write_evidence(host_, opts_);
+    if (!written) {
+      report_.warning("evidence", "no evidence record written: " +
+                                      written.error().message +
+                                      (written.error().fix.empty()
+                                           ? ""
+                                           : " (" + written.error().fix + ")"));
+      return;
+    }
+    report_.info("evidence", "signed record " + written->path + " (" +
+                                 std::to_string(written->bytes) +
+                                 " bytes, key " + written->fingerprint +
+                                 "); gpunode evidence verify checks it");
+    extra["evidence"] = written->path;
   }
 
   Host& host_;

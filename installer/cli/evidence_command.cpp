@@ -178,7 +178,11 @@ void register_evidence(CLI::App& app, CommandIo& io) {
                      "Give up on the cluster after this long (default 30s)");
   verify->add_flag("--json", vf->json,
                    "One JSON result line on stdout; human text on stderr");
-  verify->callback([vf, &io]() { io.exit_code = run_verify(*vf, io); });
+  verify->callback([vf, flags, verify, &io]() {
+    // `evidence --root DIR verify FILE`: the root given before the word.
+    if (verify->count("--root") == 0) vf->root = flags->root;
+    io.exit_code = run_verify(*vf, io);
+  });
   cmd->callback([flags, cmd, verify, &io]() {
     if (verify->parsed()) return;
     io.exit_code = run_evidence(*flags, *cmd, io);

@@ -53,26 +53,25 @@ class LabelsStage : public Stage {
     }
     // The GPUs' UUIDs (the proof covers them) and this node's evidence key,
     // published beside the labels.
-    if (auto key = read_evidence_public(ctx.host.fs(), ctx.opts.state_dir);
-        !key)
+    // The key as it is now, not as the plan found it: apply makes it.
+    auto key = read_evidence_public(ctx.host.fs(), ctx.opts.state_dir);
+    if (!key)
       return blocked("labels.evidence-key", key.error().message,
                      key.error().fix, key.error().exit);
     const json notes =
         (**live)["metadata"].value("annotations", json::object());
-    bool notes_differ = !(*want)->evidence_key;
-    for (const auto& [key, value] : annotations(**want))
-      notes_differ |= notes.value(key, "") != value;
+    bool notes_differ = !*key;
+    for (const auto& [name, value] : annotations(**want, *key))
+      notes_differ |= notes.value(name, "") != value;
     if (differ.empty() && notes_differ) {
       Check c = needed(
           "labels.apply",
           "node " + (*want)->node +
-              ((*want)->evidence_key
-                   ? " does not publish its GPUs' UUIDs and evidence key"
-                   : " has no evidence key yet"),
-          std::string((*want)->evidence_key ? ""
-                                            : "make this node's evidence "
-                                              "key (root-only, in the "
-                                              "state dir), then ") +
+              (*key ? " does not publish its GPUs' UUIDs and evidence key"
+                    : " has no evidence key yet"),
+          std::string(*key ? ""
+                           : "make this node's evidence key (root-only, in "
+                             "the state dir), then ") +
               "annotate node " + (*want)->node + " with " +
               kGpuUuidsAnnotation + " and " + kEvidenceKeyAnnotation);
       c.facts["node"] = (*want)->node;
@@ -99,9 +98,11 @@ class LabelsStage : public Stage {
     if (!want) return want.error();
     auto kube = ctx.cluster();
     if (!kube) return kube.error();
-    auto notes = annotations(**want);
+    auto have = read_evidence_public(ctx.host.fs(), ctx.opts.state_dir);
+    if (!have) return have.error();
+    auto notes = annotations(**want, *have);
     // The key is made at the first install; plan's dry run makes none.
-    if (!(*want)->evidence_key && !ctx.previewing()) {
+    if (!*have && !ctx.previewing()) {
       auto key = ensure_evidence_key(ctx.host.fs(), ctx.opts.state_dir);
       if (!key) return key.error();
       notes[kEvidenceKeyAnnotation] = *key;
@@ -125,9 +126,10 @@ class LabelsStage : public Stage {
   }
 
   // What the Node is to carry beside its labels.
-  static std::map<std::string, std::string> annotations(const NodePlan& want) {
+  static std::map<std::string, std::string> annotations(
+      const NodePlan& want, const std::optional<std::string>& key) {
     auto out = want.annotations;
-    if (want.evidence_key) out[kEvidenceKeyAnnotation] = *want.evidence_key;
+    if (key) out[kEvidenceKeyAnnotation] = *key;
     return out;
   }
 
