@@ -9,6 +9,8 @@
 #include <map>
 #include <optional>
 
+#include "evidence/evidence_collect.hpp"
+#include "evidence/evidence_key.hpp"
 #include "gpunode/crash_point.hpp"
 #include "gpunode/digest.hpp"
 #include "gpunode/interrupt.hpp"
@@ -17,8 +19,6 @@
 #include "gpunode/state_dir.hpp"
 #include "plan_totals.hpp"
 #include "plugin/manifest_texts.hpp"
-#include "evidence/evidence_collect.hpp"
-#include "evidence/evidence_key.hpp"
 #include "run/cluster_facts.hpp"
 #include "run/host_role.hpp"
 
@@ -283,14 +283,9 @@ class Run {
                          flag};
       }
     }
-    if (!has_cluster_part(scope) && opts_.smoke)
-      return Error{ExitCode::kUsage, "usage",
-                   "--smoke: not used by " + part +
-                       ": the proof Pods are made by the cluster part, with "
-                       "an admin identity",
-                   "drop --smoke, or run it where an admin kubeconfig is: "
-                   "gpunode prove (or install --smoke) with --scope cluster "
-                   "or both"};
+    // --smoke on the node part alone readies this node to be proven (the
+    // image stage imports the bundle's CUDA sample); the proof Pods are
+    // the cluster part's, made with an admin identity.
     std::string names;
     bool actions_only = true;
     for (const auto& stage : stages) {
@@ -575,10 +570,10 @@ class Run {
     if (!key || !*key) return;
     auto written = write_evidence(host_, opts_);
     if (!written) {
-      report_.warning("evidence", "no evidence record written: " +
-                                      written.error().message +
-                                      (written.error().fix.empty()
-                                           ? ""
+      report_.warning(
+          "evidence",
+          "no evidence record written: " + written.error().message +
+              (written.error().fix.empty() ? ""
                                            : " (" + written.error().fix + ")"));
       return;
     }

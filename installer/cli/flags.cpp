@@ -289,8 +289,9 @@ void add_flags(CLI::App* cmd, FlagValues& v, FlagSet set) {
         "--smoke", v.smoke,
         "Finally prove every GPU of every GPU node, as gpunode prove does: "
         "CUDA Pods (runtimeClassName nvidia, one slot each) until each GPU "
-        "has printed \"Test PASSED\". The cluster part's: not with --scope "
-        "node");
+        "has printed \"Test PASSED\". The proof is the cluster part's; with "
+        "--scope node, --smoke readies this node for it (imports the "
+        "bundle's CUDA sample)");
     add_proof_flags(cmd, v);
   }
   if (set == FlagSet::kInstall) {

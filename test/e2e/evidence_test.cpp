@@ -7,7 +7,10 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 
 #include "sim_gpu_node.hpp"
 #include "test_support.hpp"
@@ -33,6 +36,34 @@ std::vector<std::string> records(SimGpuNode& node) {
   return out;
 }
 
+// Field paths documented in docs/evidence.md's "## The record".
+std::set<std::string> documented_record_fields() {
+  std::ifstream in(std::string(GPUNODE_TEST_FIXTURES) +
+                   "/../../docs/evidence.md");
+  REQUIRE(in);
+  std::set<std::string> out;
+  bool in_record = false;
+  const std::regex row(R"(^\| `([a-z0-9_.]+)` \|)");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) in_record = line == "## The record";
+    std::smatch m;
+    if (in_record && std::regex_search(line, m, row)) out.insert(m[1]);
+  }
+  return out;
+}
+
+// A record's fields to the depth the document describes: the top level,
+// and one level into the objects whose parts it names.
+std::set<std::string> record_fields(const json& record) {
+  std::set<std::string> out;
+  for (const auto& [key, value] : record.items()) {
+    out.insert(key);
+    if (value.is_object() && key != "plan" && key != "stages")
+      for (const auto& [sub, _] : value.items()) out.insert(key + "." + sub);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -55,7 +86,7 @@ TEST_CASE(
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   // The key: root-only, its public half on the Node.
-  struct stat st{};
+  struct stat st {};
   REQUIRE(::stat(key_path(node).c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
   const std::string pub =
@@ -87,6 +118,20 @@ TEST_CASE(
                                            "labels", "plugin", "allocatable"});
   for (const auto& s : rec["stages"]) CHECK(s["status"] == "satisfied");
   WARN("evidence record: " << read_text(written[0]).size() << " bytes");
+  // docs/evidence.md holds every field of it, and documents no field it
+  // lacks but the ones this run has none of (no --bundle; a recorded
+  // proof has no message).
+  const auto documented = documented_record_fields();
+  const auto have = record_fields(rec);
+  for (const auto& f : have) {
+    INFO(f);
+    CHECK(documented.count(f) == 1);
+  }
+  for (const auto& f : documented) {
+    INFO(f);
+    const bool absent_here = f.rfind("bundle.", 0) == 0 || f == "proof.message";
+    CHECK((have.count(f) == 1) != absent_here);
+  }
 
   // Offline, and against the Node that publishes the key.
   Run ok = run_gpunode({"evidence", "verify", written[0], "--json"});
@@ -94,7 +139,7 @@ TEST_CASE(
   CHECK(ok.exit_code == 0);
   CHECK(result_of(ok)["node"] == "gpu-node-1");
   Run vouched = run_gpunode({"evidence", "verify", written[0], "--kubeconfig",
-                            node.sim->kubeconfig(), "--json"});
+                             node.sim->kubeconfig(), "--json"});
   INFO(vouched.err);
   CHECK(vouched.exit_code == 0);
   CHECK(result_of(vouched)["published"] == true);
@@ -108,15 +153,15 @@ TEST_CASE("evidence e2e: a changed byte anywhere is exit 4",
   Run made = node.gpunode({"evidence", "--json"});
   INFO(made.err);
   REQUIRE(made.exit_code == 0);
-  const std::string path = node.root + result_of(made)["path"].get<std::string>();
+  const std::string path =
+      node.root + result_of(made)["path"].get<std::string>();
   const std::string good = read_text(path);
   TempDir dir;
   const std::string copy = dir.path() + "/record.json";
   // The first byte, one inside the record's text, one inside the
   // signature, the last (the newline), and a byte appended.
-  for (std::size_t offset :
-       {std::size_t{0}, good.find("gpu-node-1"), good.find("\"value\"") + 12,
-        good.size() - 1}) {
+  for (std::size_t offset : {std::size_t{0}, good.find("gpu-node-1"),
+                             good.find("\"value\"") + 12, good.size() - 1}) {
     INFO("byte " << offset);
     write_text(copy, good);
     flip_byte(copy, offset);
@@ -139,7 +184,8 @@ TEST_CASE(
   REQUIRE(node.install().exit_code == 0);
   Run made = node.gpunode({"evidence", "--json"});
   REQUIRE(made.exit_code == 0);
-  const std::string path = node.root + result_of(made)["path"].get<std::string>();
+  const std::string path =
+      node.root + result_of(made)["path"].get<std::string>();
   // The node's key replaced (a forger's own key on a copied state dir):
   // the record verifies offline, but the Node vouches for another key.
   std::filesystem::remove(key_path(node));
@@ -148,10 +194,11 @@ TEST_CASE(
                         "--kubeconfig", "/etc/rancher/k3s/k3s.yaml"})
               .exit_code == 0);
   Run r = run_gpunode({"evidence", "verify", path, "--kubeconfig",
-                      node.sim->kubeconfig(), "--json"});
+                       node.sim->kubeconfig(), "--json"});
   INFO(r.err);
   CHECK(r.exit_code == 4);
-  CHECK_THAT(r.err, Catch::Contains("but Node gpu-node-1 publishes another key"));
+  CHECK_THAT(r.err,
+             Catch::Contains("but Node gpu-node-1 publishes another key"));
   CHECK(run_gpunode({"evidence", "verify", path}).exit_code == 0);
 }
 

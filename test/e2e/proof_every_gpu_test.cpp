@@ -250,11 +250,10 @@ TEST_CASE(
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--proof: 'thorough' is not one of "
                                       "quick, deep"));
-  Run node_scope =
-      node.gpunode({"install", "--smoke", "--scope", "node", "--json"});
+  Run node_scope = node.gpunode({"prove", "--scope", "node", "--json"});
   CHECK(node_scope.exit_code == 2);
   CHECK_THAT(node_scope.err,
-             Catch::Contains("the proof Pods are made by the cluster part"));
+             Catch::Contains("(the proof Pods are the cluster part's)"));
   CHECK(snapshot_host_tree(node.root) == tree);
 }
 
@@ -300,7 +299,7 @@ TEST_CASE(
   Run on_agent = c.gpunode("gpu-a", {"prove", "--json"});
   CHECK(on_agent.exit_code == 2);
   CHECK_THAT(on_agent.err,
-             Catch::Contains("the proof Pods are made by the cluster part"));
+             Catch::Contains("(the proof Pods are the cluster part's)"));
 
   Run r = c.gpunode(
       "server", {"prove", "--scope", "cluster", "--json", "--timeout", "120s"});
