@@ -93,7 +93,8 @@ std::string history_text(const StageRecord& rec,
 
 class Run {
  public:
-  Run(Host& host, const Options& opts, RunMode mode, Reporter& report)
+  Run(Host& host, const Options& opts, RunMode mode, Reporter& report,
+      KnownFacts known)
       : host_(host),
         opts_(opts),
         mode_(mode),
@@ -102,7 +103,8 @@ class Run {
         command_(command_name(mode, opts.dry_run)),
         // Only install writes to the cluster: every other command's writes
         // (plan's dry run) go out with dryRun=All.
-        ctx_(host, opts, host.clock().steady_now() + opts.timeout, {},
+        ctx_(host, opts, host.clock().steady_now() + opts.timeout,
+             std::move(known),
              run_mode_changes(mode, opts.dry_run) ? ClusterWrites::kReal
                                                   : ClusterWrites::kDryRun) {}
 
@@ -568,7 +570,7 @@ class Run {
       return;
     auto key = read_evidence_public(host_.fs(), opts_.state_dir);
     if (!key || !*key) return;
-    auto written = write_evidence(host_, opts_);
+    auto written = write_evidence(host_, opts_, ctx_.shared_cluster());
     if (!written) {
       report_.warning(
           "evidence",
@@ -611,8 +613,9 @@ class Run {
 }  // namespace
 
 ExitCode run_stages(Host& host, const Options& opts, RunMode mode,
-                    StageList stages, Reporter& report, Progress& progress) {
-  Run run(host, opts, mode, report);
+                    StageList stages, Reporter& report, Progress& progress,
+                    KnownFacts known) {
+  Run run(host, opts, mode, report, std::move(known));
   run.context().progress = &progress;
   run.context().notice = [&report](std::string_view layer,
                                    const std::string& text) {

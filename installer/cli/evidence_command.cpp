@@ -1,6 +1,9 @@
 // `gpunode evidence`: write this node's signed evidence record; `gpunode
 // evidence verify FILE`: check one offline (evidence/evidence_record.hpp),
 // and, given a kubeconfig, that the Node publishes the key that signed it.
+#include <sys/stat.h>
+
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -74,6 +77,19 @@ Result<std::string> published_key(const VerifyFlags& f,
 
 int run_verify(const VerifyFlags& f, CommandIo& io) {
   const std::string command = "evidence verify";
+  struct stat st {};
+  if (::stat(f.file.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return fail(io, f.json, command,
+                Error{ExitCode::kUsage, "usage",
+                      "FILE: '" + terminal_safe(f.file) +
+                          "' is not a readable regular file",
+                      "give the path of an evidence record"});
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxRecordBytes)
+    return fail(io, f.json, command,
+                Error{ExitCode::kIntegrity, "evidence",
+                      "the evidence record is larger than 64 MiB: not one of "
+                      "gpunode's",
+                      "take the record again from the node"});
   std::ifstream in(f.file, std::ios::binary);
   if (!in)
     return fail(io, f.json, command,
@@ -92,13 +108,28 @@ int run_verify(const VerifyFlags& f, CommandIo& io) {
   if (!verified) return fail(io, f.json, command, verified.error());
   const json& r = verified->record;
   const std::string node = r.value("node", "");
+  // The name goes into an API path: a Node's name or nothing (regression,
+  // independent try of issue 27: "../namespaces/default/configmaps/x").
+  if (!valid_node_name(node))
+    return fail(io, f.json, command,
+                Error{ExitCode::kIntegrity, "evidence",
+                      "the evidence record does not verify: its node '" +
+                          terminal_safe(node) + "' is no Kubernetes node name",
+                      "take the record again from the node"});
   json extra = {{"file", f.file},
                 {"node", node},
                 {"time", r.value("time", json())},
                 {"key_fingerprint", verified->fingerprint},
                 {"published", nullptr}};
-  std::string summary = "signed by " + verified->fingerprint + " (node " +
-                        node + ", " + r.value("time", std::string("?")) + ")";
+  // Offline, a signature shows only that the record is whole: who holds
+  // the key, the Node vouches for (--kubeconfig).
+  std::string summary =
+      "intact, signed by " + verified->fingerprint + " (node " + node + ", " +
+      r.value("time", std::string("?")) + ")" +
+      (f.kubeconfig.empty() ? "; the key is not vouched for: give "
+                              "--kubeconfig to check that Node " +
+                                  node + " publishes it"
+                            : "");
   if (!f.kubeconfig.empty()) {
     auto published = published_key(f, node);
     if (!published) return fail(io, f.json, command, published.error());
@@ -131,6 +162,8 @@ int run_evidence(FlagValues flags, const CLI::App& cmd, CommandIo& io) {
                 with_help_fix(options.error(), command));
   options->trust_keys_origin = trust_keys_origin(*settings);
   note_given_flags(cmd, *options);
+  // As status: the plan of what the cluster runs, not of a default.
+  options->sharing_from_cluster = !options->sharing_given;
   auto host = make_system_host(options->root);
   auto written = write_evidence(*host, *options);
   if (!written) return fail(io, flags.json, command, written.error());

@@ -87,7 +87,8 @@ std::string proof_record_path(const std::string& state_dir) {
   return state_dir + "/proof.json";
 }
 
-Result<json> collect_evidence(Host& host, const Options& opts) {
+Result<json> collect_evidence(Host& host, const Options& opts,
+                              std::shared_ptr<kube::Client> cluster) {
   // Every stage's check, read-only, as status --json reports it.
   std::ostringstream out, err;
   Reporter report(out, err, true, false);
@@ -100,7 +101,8 @@ Result<json> collect_evidence(Host& host, const Options& opts) {
   status.smoke = false;
   status.sharing_from_cluster = !opts.sharing_given;
   const ExitCode code =
-      run_stages(host, status, RunMode::kStatus, std::move(stages), report);
+      run_stages(host, status, RunMode::kStatus, std::move(stages), report,
+                 no_progress(), KnownFacts{cluster, {}, {}});
   json checks = json::array();
   json result = json::object();
   std::istringstream lines(out.str());
@@ -116,8 +118,8 @@ Result<json> collect_evidence(Host& host, const Options& opts) {
     if (e.value("event", "") == "result") result = e;
   }
   // The plan, and the Node's own account of its versions.
-  Context ctx(host, opts, host.clock().steady_now() + opts.timeout, {},
-              ClusterWrites::kDryRun);
+  Context ctx(host, opts, host.clock().steady_now() + opts.timeout,
+              KnownFacts{cluster, {}, {}}, ClusterWrites::kDryRun);
   auto node = ctx.node();
   if (!node) return node.error();
   (void)ctx.node_plan();
@@ -168,7 +170,8 @@ Result<json> collect_evidence(Host& host, const Options& opts) {
       {"proof", proof_of(host.fs(), opts.state_dir, *node)}};
 }
 
-Result<WrittenEvidence> write_evidence(Host& host, const Options& opts) {
+Result<WrittenEvidence> write_evidence(Host& host, const Options& opts,
+                                       std::shared_ptr<kube::Client> cluster) {
   auto priv = read_evidence_private(host.fs(), opts.state_dir);
   if (!priv) return priv.error();
   auto pub = read_evidence_public(host.fs(), opts.state_dir);
@@ -177,7 +180,7 @@ Result<WrittenEvidence> write_evidence(Host& host, const Options& opts) {
     return Error{ExitCode::kBlocked, "evidence",
                  "this node's evidence key has no public half",
                  "gpunode install (the labels stage makes the key)"};
-  auto record = collect_evidence(host, opts);
+  auto record = collect_evidence(host, opts, std::move(cluster));
   if (!record) return record.error();
   auto text = signed_evidence(*record, *priv, **pub);
   if (!text) return text.error();

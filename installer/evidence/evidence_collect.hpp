@@ -6,6 +6,7 @@
 // <state-dir>/evidence/<time>.json, atomically.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -14,6 +15,10 @@
 #include "gpunode/result.hpp"
 
 namespace gpunode {
+
+namespace kube {
+class Client;
+}
 
 // The last proof on this host (the smoke stage writes it after each run):
 // <state-dir>/proof.json.
@@ -27,7 +32,12 @@ struct WrittenEvidence {
 };
 
 // The record for this node; the key must exist (made by the first install).
-Result<nlohmann::json> collect_evidence(Host& host, const Options& opts);
-Result<WrittenEvidence> write_evidence(Host& host, const Options& opts);
+// `cluster`: a connection to reuse (an install's own), else one is made.
+Result<nlohmann::json> collect_evidence(
+    Host& host, const Options& opts,
+    std::shared_ptr<kube::Client> cluster = nullptr);
+Result<WrittenEvidence> write_evidence(
+    Host& host, const Options& opts,
+    std::shared_ptr<kube::Client> cluster = nullptr);
 
 }  // namespace gpunode

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "gpunode/bundle.hpp"
+#include "gpunode/state_dir.hpp"
 #include "gpunode/text.hpp"
 
 namespace gpunode {
@@ -51,14 +52,19 @@ Result<std::string> read_evidence_private(const FileSystem& fs,
                      "sudo chown root:root " + shell_word(path) +
                          " && sudo chmod 600 " + shell_word(path) +
                          "; a key others have read may sign false evidence: "
-                         "remove it instead to make a new one");
+                         "remove it instead (sudo rm " +
+                         shell_word(path) +
+                         "), and gpunode install makes and publishes a new "
+                         "one");
   return fs.read_file(path, kMaxKeyFile);
 }
 
 Result<std::optional<std::string>> read_evidence_public(
     const FileSystem& fs, const std::string& state_dir) {
   const std::string path = evidence_public_path(state_dir);
-  if (!fs.stat(path)) return std::optional<std::string>();
+  // Either half missing: no key (the next install makes a new pair).
+  if (!fs.stat(path) || !fs.stat(evidence_private_path(state_dir)))
+    return std::optional<std::string>();
   auto priv = read_evidence_private(fs, state_dir);
   if (!priv) return priv.error();
   auto text = fs.read_file(path, kMaxKeyFile);
@@ -71,13 +77,8 @@ Result<std::string> ensure_evidence_key(FileSystem& fs,
   auto have = read_evidence_public(fs, state_dir);
   if (!have) return have.error();
   if (*have) return **have;
-  if (fs.stat(evidence_private_path(state_dir)))
-    return key_error(evidence_private_path(state_dir) +
-                         " is there without its public half " +
-                         evidence_public_path(state_dir),
-                     "restore " + evidence_public_path(state_dir) +
-                         ", or remove both to make a new key (the Node's "
-                         "published key changes with it)");
+  // gpunode's own state dir, made and checked as install makes it.
+  if (auto r = prepare_state_dir(fs, state_dir); !r) return r.error();
   auto pair = bundle::generate_keypair();
   if (!pair) return pair.error();
   if (auto r = fs.write_file_atomic(evidence_private_path(state_dir),

@@ -42,6 +42,8 @@ Result<VerifiedEvidence> verify_evidence(const std::string& text) {
   if (!file.contains("record") || !file["record"].is_object() ||
       !file.contains("signature") || !file["signature"].is_object())
     return refused("it lacks its record or its signature");
+  if (file.size() != 2 || file["signature"].size() != 4)
+    return refused("it holds fields that no signature covers");
   const json& record = file["record"];
   const json& sig = file["signature"];
   if (record.value("schema", "") != kEvidenceSchema)

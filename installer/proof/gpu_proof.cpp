@@ -155,6 +155,10 @@ NodeProof prove_node(Context& ctx, kube::Client& kube, const ProofTarget& t,
           proof_pod({name, setup.run_id, t.node, setup.image, setup.limits}),
           ctx.deadline);
       if (!created) {
+        // Cut off in flight, the POST may still have made it.
+        if (created.error().exit == ExitCode::kInterrupted ||
+            created.error().exit == ExitCode::kTimeout)
+          sweep.made(name);
         out.interrupted = created.error().exit == ExitCode::kInterrupted;
         if (!out.interrupted) {
           const auto refused = cause_of_refusal(created.error());

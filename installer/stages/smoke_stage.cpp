@@ -13,6 +13,7 @@
 
 #include "evidence/evidence_collect.hpp"
 #include "gpunode/interrupt.hpp"
+#include "gpunode/state_dir.hpp"
 #include "gpunode/text.hpp"
 #include "gpunode/utc_time.hpp"
 #include "plugin/device_plugin_plan.hpp"
@@ -150,8 +151,15 @@ class SmokeStage : public Stage {
                         {"nodes", c.facts["nodes"]},
                         {"gpus", c.facts["gpus"]},
                         {"dcgm", c.facts["dcgm"]}};
-    return ctx.host.fs().write_file_atomic(
-        proof_record_path(ctx.opts.state_dir), proof.dump(2) + "\n", 0644);
+    // A proof that ran is not undone by a record that cannot be kept.
+    auto kept = prepare_state_dir(ctx.host.fs(), ctx.opts.state_dir);
+    if (kept)
+      kept = ctx.host.fs().write_file_atomic(
+          proof_record_path(ctx.opts.state_dir), proof.dump(2) + "\n", 0644);
+    if (!kept)
+      ctx.notice("smoke", "the proof is not kept for evidence records: " +
+                              kept.error().message);
+    return {};
   }
 
   bool passed() const {

@@ -12,6 +12,8 @@
 #include <regex>
 #include <set>
 
+#include "evidence/evidence_record.hpp"
+#include "gpunode/bundle.hpp"
 #include "sim_gpu_node.hpp"
 #include "test_support.hpp"
 
@@ -219,4 +221,45 @@ TEST_CASE("evidence e2e: no key yet, a missing file, a loose key",
   CHECK(loose.exit_code == 5);
   CHECK_THAT(loose.err, Catch::Contains("may be read by others than root") &&
                             Catch::Contains("chmod 600"));
+}
+
+// Regression (independent try of issue 27): a record whose node was
+// "../namespaces/default/configmaps/evil" was checked against that
+// ConfigMap's annotation, and passed.
+TEST_CASE("evidence e2e: a record whose node is no node name is exit 4",
+          "[e2e][evidence]") {
+  auto k = gpunode::bundle::generate_keypair();
+  REQUIRE(k);
+  auto text = gpunode::signed_evidence(
+      {{"node", "../namespaces/default/configmaps/evil"}}, k->private_pem,
+      k->public_pem);
+  REQUIRE(text);
+  TempDir dir;
+  write_text(dir.path() + "/r.json", *text);
+  Run r = run_gpunode({"evidence", "verify", dir.path() + "/r.json",
+                       "--kubeconfig", "/nonexistent"});
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.err, Catch::Contains("is no Kubernetes node name"));
+  // A directory, not a file: usage.
+  CHECK(run_gpunode({"evidence", "verify", dir.path()}).exit_code == 2);
+}
+
+// Regression (independent try of issue 27): with evidence.key removed as
+// its fix said, install stayed blocked until evidence.pub went too.
+TEST_CASE("evidence e2e: a removed key is made anew by the next install",
+          "[e2e][cluster][evidence]") {
+  REQUIRE_PARTS();
+  SimGpuNode node("good-v3", 1);
+  REQUIRE(node.install().exit_code == 0);
+  const std::string before =
+      read_text(node.root + "/var/lib/gpunode/evidence.pub");
+  std::filesystem::remove(key_path(node));
+  Run again = node.install();
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
+  const std::string after =
+      read_text(node.root + "/var/lib/gpunode/evidence.pub");
+  CHECK(after != before);
+  CHECK(node.sim->object(kNodePath)["metadata"]["annotations"].value(
+            "gpunode.io/evidence-key", "") == after);
 }

@@ -24,7 +24,7 @@ json sample_record() {
           {"proof", {{"state", "recorded"}, {"gpus", json::array()}}}};
 }
 
-TEST_CASE("evidence record: signed, it verifies; its key is named",
+TEST_CASE("evidence record: signed, it verifies, and its key is named",
           "[evidence]") {
   const auto k = keys();
   auto text = signed_evidence(sample_record(), k.private_pem, k.public_pem);
@@ -73,6 +73,23 @@ TEST_CASE("evidence record: another key swapped in is refused", "[evidence]") {
   CHECK(v.error().exit == ExitCode::kIntegrity);
   CHECK_THAT(v.error().message,
              Catch::Contains("the signature does not match the record"));
+}
+
+// Regression (independent try of issue 27): fields no signature covers,
+// beside the record or inside the signature, were accepted.
+TEST_CASE("evidence record: a field the signature does not cover is refused",
+          "[evidence]") {
+  const auto k = keys();
+  auto text = signed_evidence(sample_record(), k.private_pem, k.public_pem);
+  REQUIRE(text);
+  json beside = json::parse(*text);
+  beside["zz"] = "x";
+  CHECK_FALSE(verify_evidence(beside.dump() + "\n"));
+  json inside = json::parse(*text);
+  inside["signature"]["note"] = "x";
+  auto v = verify_evidence(inside.dump() + "\n");
+  REQUIRE_FALSE(v);
+  CHECK(v.error().exit == ExitCode::kIntegrity);
 }
 
 }  // namespace

@@ -238,12 +238,15 @@ TEST_CASE("the labels stage labels this node from the driver's count",
   REQUIRE(writes.size() == 1);
   CHECK(writes[0].line() == "APPLY " + bed.node_path());
   CHECK(writes[0].body["metadata"]["labels"]["nvidia.com/gpu.count"] == "2");
-  // Only the labels and the GPUs' UUIDs (the proof's): server-side apply
+  // Only the labels, the GPUs' UUIDs (the proof's): server-side apply
   // leaves the rest of the Node alone.
   CHECK(writes[0].body["metadata"].size() == 3);
-  CHECK(writes[0].body["metadata"]["annotations"].size() == 1);
+  // ... and the node's evidence key, made by this first apply.
+  CHECK(writes[0].body["metadata"]["annotations"].size() == 2);
   CHECK(writes[0].body["metadata"]["annotations"].contains(
       "gpunode.io/gpu-uuids"));
+  CHECK(writes[0].body["metadata"]["annotations"].contains(
+      "gpunode.io/evidence-key"));
   CHECK_FALSE(writes[0].body.contains("status"));
 
   SECTION("a labelled node is satisfied, with nothing written") {

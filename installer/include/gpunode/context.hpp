@@ -122,6 +122,9 @@ class Context {
 
   // One API client per run, from kubeconfig() (run/cluster_facts.cpp).
   Result<kube::Client*> cluster();
+  // This run's connection as made (null before cluster() made one): a
+  // read-only pass after the run (the evidence record's) reuses it.
+  std::shared_ptr<kube::Client> shared_cluster() const { return cluster_; }
   // The cluster cannot be reached at all: cluster() answers `e` from now
   // on, so later stages do not wait out the --timeout again.
   void mark_cluster_down(const Error& e);

@@ -26,8 +26,9 @@ inline bool run_mode_changes(RunMode mode, bool dry_run) {
 std::string command_name(RunMode mode, bool dry_run);
 
 // `progress` becomes the run's Context::progress.
+// `known`: facts given instead of found (a connection to reuse).
 ExitCode run_stages(Host& host, const Options& opts, RunMode mode,
                     StageList stages, Reporter& report,
-                    Progress& progress = no_progress());
+                    Progress& progress = no_progress(), KnownFacts known = {});
 
 }  // namespace gpunode
