@@ -570,6 +570,12 @@ class Run {
       return;
     auto key = read_evidence_public(host_.fs(), opts_.state_dir);
     if (!key || !*key) return;
+    // A rerun that changed nothing writes nothing (README, "State"): a
+    // record is made when a stage applied, or when there is none yet.
+    bool applied = false;
+    for (const auto& o : outcomes_) applied |= o.status == "applied";
+    if (!applied && !host_.fs().list_dir(opts_.state_dir + "/evidence").empty())
+      return;
     auto written = write_evidence(host_, opts_, ctx_.shared_cluster());
     if (!written) {
       report_.warning(
