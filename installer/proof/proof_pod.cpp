@@ -11,6 +11,11 @@ namespace {
 
 using nlohmann::json;
 
+// Not a host spawn (gpunode spawns nothing through a shell): the command of
+// a container, run inside the Pod by its image's /bin/sh. The script is a
+// constant with no text of ours or the cluster's in it; the shell is the one
+// way to print the GPU the runtime gave the container before exec'ing the
+// unmodified sample, which prints none (cuda-samples vectorAdd.cu).
 // POSIX sh, the same for every Pod: printf's word splitting gives one line
 // per UUID of nvidia-smi's output (one per line).
 constexpr const char* kProofScript =
